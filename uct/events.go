@@ -1,0 +1,478 @@
+package uct
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// EventType is the kind of an async event. The set follows ibv_event_type,
+// plus the events of transports without verbs (peer process failed).
+type EventType int
+
+const (
+	EventQPFatal EventType = iota + 1
+	EventQPRequestError
+	EventQPAccessError
+	EventCommEstablished
+	EventSQDrained
+	EventPathMigrated
+	EventPathMigrationError
+	EventQPLastWQEReached
+	EventCQError
+	EventSRQError
+	EventSRQLimitReached
+	EventPortActive
+	EventPortError
+	EventLIDChange
+	EventPKeyChange
+	EventGIDChange
+	EventDeviceFatal
+	// EventPeerFailed: the process behind an endpoint died.
+	EventPeerFailed
+	// EventEndpointError: an endpoint entered its error state.
+	EventEndpointError
+)
+
+var eventNames = map[EventType]string{
+	EventQPFatal:            "QP fatal",
+	EventQPRequestError:     "QP request error",
+	EventQPAccessError:      "QP access error",
+	EventCommEstablished:    "communication established",
+	EventSQDrained:          "SQ drained",
+	EventPathMigrated:       "path migrated",
+	EventPathMigrationError: "path migration error",
+	EventQPLastWQEReached:   "last WQE reached",
+	EventCQError:            "CQ error",
+	EventSRQError:           "SRQ error",
+	EventSRQLimitReached:    "SRQ limit reached",
+	EventPortActive:         "port active",
+	EventPortError:          "port error",
+	EventLIDChange:          "LID change",
+	EventPKeyChange:         "PKey change",
+	EventGIDChange:          "GID change",
+	EventDeviceFatal:        "device fatal",
+	EventPeerFailed:         "peer process failed",
+	EventEndpointError:      "endpoint error",
+}
+
+func (t EventType) String() string {
+	if s, ok := eventNames[t]; ok {
+		return s
+	}
+	return fmt.Sprintf("event(%d)", int(t))
+}
+
+// Event is one async event. It must be acknowledged with Ack exactly once;
+// the object it names cannot finish closing until its events are acked.
+type Event struct {
+	Type EventType
+	// Object names the object the event is about ("qp 0x12", "cq 3",
+	// "ep pid 1234", "port eth0").
+	Object string
+	// Owner identifies the object for Close's wait for acks; it is compared
+	// with ==. It may be nil.
+	Owner any
+	// Endpoint is the endpoint concerned, if any.
+	Endpoint Endpoint
+	// Err is the error the event reports, if any.
+	Err error
+
+	q     *EventQueue
+	acked bool
+}
+
+func (e *Event) String() string {
+	s := e.Type.String()
+	if e.Object != "" {
+		s += " on " + e.Object
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Ack acknowledges the event (ibv_ack_async_event). Extra calls do nothing.
+func (e *Event) Ack() {
+	if e.q != nil {
+		e.q.ack(e)
+	}
+}
+
+// EventQueue is an async event queue with ibv_get_async_event semantics:
+// Get blocks, TryGet polls, each event goes to exactly one caller, and
+// every event delivered must be acked. Transports Post into it.
+type EventQueue struct {
+	mu      sync.Mutex
+	cond    chan struct{} // closed and replaced when something changes
+	events  []*Event
+	unacked map[any]int // owner → delivered but not acked
+	queued  map[any]int // owner → queued, not delivered
+	closed  bool
+}
+
+// NewEventQueue returns an empty queue.
+func NewEventQueue() *EventQueue {
+	return &EventQueue{cond: make(chan struct{}), unacked: map[any]int{}, queued: map[any]int{}}
+}
+
+func (q *EventQueue) signal() {
+	close(q.cond)
+	q.cond = make(chan struct{})
+}
+
+// Post appends an event. Posting to a closed queue drops the event.
+func (q *EventQueue) Post(e *Event) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	e.q = q
+	q.events = append(q.events, e)
+	q.queued[e.Owner]++
+	q.signal()
+}
+
+// TryGet returns the next event without blocking, or false.
+func (q *EventQueue) TryGet() (*Event, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.popLocked()
+}
+
+func (q *EventQueue) popLocked() (*Event, bool) {
+	if len(q.events) == 0 {
+		return nil, false
+	}
+	e := q.events[0]
+	q.events[0] = nil
+	q.events = q.events[1:]
+	q.queued[e.Owner]--
+	if q.queued[e.Owner] == 0 {
+		delete(q.queued, e.Owner)
+	}
+	q.unacked[e.Owner]++
+	q.signal()
+	return e, true
+}
+
+// Get blocks until an event arrives, ctx ends or the queue is closed
+// (ErrClosed).
+func (q *EventQueue) Get(ctx context.Context) (*Event, error) {
+	for {
+		q.mu.Lock()
+		if e, ok := q.popLocked(); ok {
+			q.mu.Unlock()
+			return e, nil
+		}
+		if q.closed {
+			q.mu.Unlock()
+			return nil, ErrClosed
+		}
+		c := q.cond
+		q.mu.Unlock()
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Len returns the number of events not yet delivered.
+func (q *EventQueue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.events)
+}
+
+func (q *EventQueue) ack(e *Event) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if e.acked {
+		return
+	}
+	e.acked = true
+	q.unacked[e.Owner]--
+	if q.unacked[e.Owner] <= 0 {
+		delete(q.unacked, e.Owner)
+	}
+	q.signal()
+}
+
+// WaitAcks waits until every event of owner (queued or delivered) has been
+// acked, or timeout passes. Queued, never delivered events of owner are
+// discarded first: nobody can ack what nobody got. It returns ErrTimedOut
+// with the number of missing acks if they did not come.
+func (q *EventQueue) WaitAcks(owner any, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	q.mu.Lock()
+	if q.queued[owner] > 0 {
+		kept := q.events[:0]
+		for _, e := range q.events {
+			if e.Owner != owner {
+				kept = append(kept, e)
+			}
+		}
+		for i := len(kept); i < len(q.events); i++ {
+			q.events[i] = nil
+		}
+		q.events = kept
+		delete(q.queued, owner)
+	}
+	for {
+		n := q.unacked[owner]
+		if n == 0 {
+			q.mu.Unlock()
+			return nil
+		}
+		c := q.cond
+		q.mu.Unlock()
+		select {
+		case <-c:
+		case <-deadline.C:
+			return fmt.Errorf("%d async events of %v not acked: %w", n, owner, ErrTimedOut)
+		}
+		q.mu.Lock()
+	}
+}
+
+// Close wakes every Get with ErrClosed and drops queued events.
+func (q *EventQueue) Close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	q.closed = true
+	q.events = nil
+	q.queued = map[any]int{}
+	q.signal()
+}
+
+// ErrorHandler receives errors that belong to no operation (VipErrorCallback):
+// arg is the value given with the handler, ep the endpoint concerned (nil
+// for iface-wide errors). It may run on any goroutine.
+type ErrorHandler func(arg any, ep Endpoint, err error)
+
+// DefaultErrorHandler logs the error with log/slog.
+func DefaultErrorHandler(arg any, ep Endpoint, err error) {
+	peer := ""
+	if ep != nil {
+		peer = ep.Peer()
+	}
+	slog.Error("uct async error", "peer", peer, "err", err)
+}
+
+// ErrorHandlerSlot holds an iface's error handler; transports embed it.
+type ErrorHandlerSlot struct {
+	mu  sync.Mutex
+	h   ErrorHandler
+	arg any
+}
+
+// Set installs h with arg; nil restores DefaultErrorHandler.
+func (s *ErrorHandlerSlot) Set(h ErrorHandler, arg any) {
+	s.mu.Lock()
+	s.h, s.arg = h, arg
+	s.mu.Unlock()
+}
+
+// Call runs the installed handler (or the default one).
+func (s *ErrorHandlerSlot) Call(ep Endpoint, err error) {
+	s.mu.Lock()
+	h, arg := s.h, s.arg
+	s.mu.Unlock()
+	if h == nil {
+		h = DefaultErrorHandler
+	}
+	h(arg, ep, err)
+}
+
+// Notifier implements Iface.Notify (VipCQNotify) for a transport. The
+// transport calls Completed once per completion (from Progress) and Cancel
+// on close.
+type Notifier struct {
+	mu       sync.Mutex
+	handlers []notifyEntry
+	ready    int // completions seen with no handler waiting
+	closed   bool
+}
+
+type notifyEntry struct {
+	h   func(arg any, err error)
+	arg any
+}
+
+// Notify runs h now if a completion is waiting, else queues it.
+func (n *Notifier) Notify(h func(arg any, err error), arg any) error {
+	if h == nil {
+		return ErrInvalidParam
+	}
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return ErrClosed
+	}
+	if n.ready > 0 {
+		n.ready--
+		n.mu.Unlock()
+		h(arg, nil)
+		return nil
+	}
+	n.handlers = append(n.handlers, notifyEntry{h, arg})
+	n.mu.Unlock()
+	return nil
+}
+
+// Completed reports count completions: the oldest waiting handlers run,
+// one per completion; completions with no handler are remembered for the
+// next Notify (capped, since one is enough to make Notify run at once).
+func (n *Notifier) Completed(count int) {
+	for ; count > 0; count-- {
+		n.mu.Lock()
+		if len(n.handlers) == 0 {
+			if n.ready == 0 {
+				n.ready = 1
+			}
+			n.mu.Unlock()
+			return
+		}
+		e := n.handlers[0]
+		n.handlers = n.handlers[1:]
+		n.mu.Unlock()
+		e.h(e.arg, nil)
+	}
+}
+
+// Waiting returns the number of queued handlers.
+func (n *Notifier) Waiting() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.handlers)
+}
+
+// Cancel runs every queued handler with ErrCanceled and refuses new ones.
+func (n *Notifier) Cancel() {
+	n.mu.Lock()
+	hs := n.handlers
+	n.handlers = nil
+	n.closed = true
+	n.mu.Unlock()
+	for _, e := range hs {
+		e.h(e.arg, ErrCanceled)
+	}
+}
+
+// DeviceStatus is a device's state as a watcher sees it.
+type DeviceStatus int
+
+const (
+	DeviceUp DeviceStatus = iota + 1
+	DeviceDown
+	// DeviceRDMADisabled: the device is present but may not be used; new
+	// operations fail, pending ones are canceled or flushed, resources
+	// are released.
+	DeviceRDMADisabled
+)
+
+func (s DeviceStatus) String() string {
+	switch s {
+	case DeviceUp:
+		return "up"
+	case DeviceDown:
+		return "down"
+	case DeviceRDMADisabled:
+		return "rdma-disabled"
+	}
+	return fmt.Sprintf("device-status(%d)", int(s))
+}
+
+// DeviceStatusEvent is delivered to a device watcher.
+type DeviceStatusEvent struct {
+	Device string
+	Status DeviceStatus
+}
+
+// DeviceWatchers is the registry of watchers of one device
+// (Nd2RegisterForAdapterStatus). Transports embed one per device.
+type DeviceWatchers struct {
+	mu      sync.Mutex
+	device  string
+	status  DeviceStatus
+	next    int
+	watches map[int]func(DeviceStatusEvent)
+}
+
+// Init names the device and sets its first status.
+func (d *DeviceWatchers) Init(device string, status DeviceStatus) {
+	d.mu.Lock()
+	d.device, d.status = device, status
+	d.mu.Unlock()
+}
+
+// Status returns the last status set.
+func (d *DeviceWatchers) Status() DeviceStatus {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.status
+}
+
+// Watch is one registration; Close deregisters it.
+type Watch struct {
+	once sync.Once
+	stop func()
+}
+
+// Close deregisters the watcher; later status changes are not delivered.
+func (w *Watch) Close() error {
+	if w != nil {
+		w.once.Do(w.stop)
+	}
+	return nil
+}
+
+// Register adds fn; it is called on every status change (on the goroutine
+// that sets the status).
+func (d *DeviceWatchers) Register(fn func(DeviceStatusEvent)) (*Watch, error) {
+	if fn == nil {
+		return nil, ErrInvalidParam
+	}
+	d.mu.Lock()
+	if d.watches == nil {
+		d.watches = map[int]func(DeviceStatusEvent){}
+	}
+	id := d.next
+	d.next++
+	d.watches[id] = fn
+	d.mu.Unlock()
+	return &Watch{stop: func() {
+		d.mu.Lock()
+		delete(d.watches, id)
+		d.mu.Unlock()
+	}}, nil
+}
+
+// Set changes the status and tells every watcher if it changed.
+func (d *DeviceWatchers) Set(status DeviceStatus) {
+	d.mu.Lock()
+	if d.status == status {
+		d.mu.Unlock()
+		return
+	}
+	d.status = status
+	fns := make([]func(DeviceStatusEvent), 0, len(d.watches))
+	for _, fn := range d.watches {
+		fns = append(fns, fn)
+	}
+	ev := DeviceStatusEvent{Device: d.device, Status: status}
+	d.mu.Unlock()
+	for _, fn := range fns {
+		fn(ev)
+	}
+}
