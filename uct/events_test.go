@@ -1,0 +1,428 @@
+package uct
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestEventQueueGetTryGet(t *testing.T) {
+	q := NewEventQueue()
+	if _, ok := q.TryGet(); ok {
+		t.Fatal("TryGet on an empty queue returned an event")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := q.Get(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Get on an empty queue: %v, want deadline exceeded", err)
+	}
+	q.Post(&Event{Type: EventPortError, Object: "port eth0"})
+	q.Post(&Event{Type: EventPortActive, Object: "port eth0"})
+	if q.Len() != 2 {
+		t.Fatalf("Len = %d", q.Len())
+	}
+	e, ok := q.TryGet()
+	if !ok || e.Type != EventPortError {
+		t.Fatalf("TryGet = %v, %v; want the first event", e, ok)
+	}
+	e.Ack()
+	e.Ack() // extra acks do nothing
+	e, err := q.Get(context.Background())
+	if err != nil || e.Type != EventPortActive {
+		t.Fatalf("Get = %v, %v", e, err)
+	}
+	e.Ack()
+	if got := (&Event{Type: EventPeerFailed, Object: "ep pid 7", Err: ErrPeerFailed}).String(); got != "peer process failed on ep pid 7: peer process failed" {
+		t.Errorf("Event.String = %q", got)
+	}
+	if EventType(99).String() != "event(99)" {
+		t.Errorf("unknown event type: %q", EventType(99))
+	}
+}
+
+func TestEventQueueGetBlocksUntilPost(t *testing.T) {
+	q := NewEventQueue()
+	got := make(chan *Event)
+	go func() {
+		e, err := q.Get(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		got <- e
+	}()
+	want := &Event{Type: EventCQError}
+	q.Post(want)
+	select {
+	case e := <-got:
+		if e != want {
+			t.Errorf("Get returned %v", e)
+		}
+		e.Ack()
+	case <-time.After(10 * time.Second):
+		t.Fatal("blocked Get not woken by Post")
+	}
+}
+
+func TestEventQueueOneWaiterPerEvent(t *testing.T) {
+	q := NewEventQueue()
+	const waiters, events = 8, 200
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	seen := map[*Event]int{}
+	var wg sync.WaitGroup
+	for i := 0; i < waiters; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				e, err := q.Get(ctx)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				seen[e]++
+				mu.Unlock()
+				e.Ack()
+			}
+		}()
+	}
+	posted := make([]*Event, events)
+	for i := range posted {
+		posted[i] = &Event{Type: EventSRQLimitReached, Owner: "srq"}
+		q.Post(posted[i])
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := 0
+		for _, c := range seen {
+			n += c
+		}
+		mu.Unlock()
+		if n >= events || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	for e, n := range seen {
+		if n != 1 {
+			t.Errorf("event %p delivered %d times", e, n)
+		}
+	}
+	if len(seen) != events {
+		t.Errorf("%d distinct events delivered, want %d", len(seen), events)
+	}
+	if err := q.WaitAcks("srq", time.Second); err != nil {
+		t.Errorf("WaitAcks after every event was acked: %v", err)
+	}
+}
+
+func TestEventQueueAllDeliveredOnce(t *testing.T) {
+	q := NewEventQueue()
+	const waiters, events = 6, 300
+	for i := 0; i < events; i++ {
+		q.Post(&Event{Type: EventQPFatal, Owner: i % 3})
+	}
+	var mu sync.Mutex
+	seen := map[*Event]int{}
+	var wg sync.WaitGroup
+	for i := 0; i < waiters; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				e, ok := q.TryGet()
+				if !ok {
+					return
+				}
+				mu.Lock()
+				seen[e]++
+				mu.Unlock()
+				e.Ack()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != events {
+		t.Fatalf("%d distinct events delivered, want %d", len(seen), events)
+	}
+	for _, n := range seen {
+		if n != 1 {
+			t.Fatalf("an event was delivered %d times", n)
+		}
+	}
+	for o := 0; o < 3; o++ {
+		if err := q.WaitAcks(o, time.Second); err != nil {
+			t.Errorf("WaitAcks(%d) after all acks: %v", o, err)
+		}
+	}
+}
+
+func TestEventQueueWaitAcks(t *testing.T) {
+	q := NewEventQueue()
+	owner := &struct{ n int }{}
+	other := "other"
+	q.Post(&Event{Type: EventQPFatal, Owner: owner})
+	q.Post(&Event{Type: EventQPFatal, Owner: other})
+	q.Post(&Event{Type: EventSQDrained, Owner: owner})
+	e, _ := q.TryGet() // delivered, not acked
+	// Unacked: bounded wait fails with ErrTimedOut.
+	err := q.WaitAcks(owner, 30*time.Millisecond)
+	if !errors.Is(err, ErrTimedOut) || !strings.Contains(err.Error(), "1 async events") {
+		t.Fatalf("WaitAcks with one unacked event: %v", err)
+	}
+	// The never-delivered event of owner was discarded; other's remains.
+	if q.Len() != 1 {
+		t.Fatalf("Len after WaitAcks = %d, want 1 (only the other owner's)", q.Len())
+	}
+	done := make(chan error, 1)
+	go func() { done <- q.WaitAcks(owner, 10*time.Second) }()
+	time.Sleep(5 * time.Millisecond)
+	e.Ack()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("WaitAcks after the ack: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitAcks not woken by Ack")
+	}
+	if o, ok := q.TryGet(); !ok || o.Owner != other {
+		t.Errorf("other owner's event lost: %v %v", o, ok)
+	}
+	// Nothing of an unknown owner: immediate success.
+	if err := q.WaitAcks("nobody", 0); err != nil {
+		t.Errorf("WaitAcks(nobody) = %v", err)
+	}
+}
+
+func TestEventQueueClose(t *testing.T) {
+	q := NewEventQueue()
+	errc := make(chan error, 3)
+	for i := 0; i < 3; i++ {
+		go func() { _, err := q.Get(context.Background()); errc <- err }()
+	}
+	time.Sleep(5 * time.Millisecond)
+	q.Close()
+	q.Close()
+	for i := 0; i < 3; i++ {
+		select {
+		case err := <-errc:
+			if !errors.Is(err, ErrClosed) {
+				t.Errorf("Get after Close: %v, want ErrClosed", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close did not wake Get")
+		}
+	}
+	q.Post(&Event{Type: EventDeviceFatal})
+	if q.Len() != 0 {
+		t.Error("Post to a closed queue kept the event")
+	}
+	if _, err := q.Get(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Get on a closed queue: %v", err)
+	}
+}
+
+type recordHandler struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (h *recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	h.recs = append(h.recs, r.Clone())
+	h.mu.Unlock()
+	return nil
+}
+func (h *recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordHandler) WithGroup(string) slog.Handler      { return h }
+
+func TestErrorHandlerSlot(t *testing.T) {
+	rec := &recordHandler{}
+	old := slog.Default()
+	slog.SetDefault(slog.New(rec))
+	defer slog.SetDefault(old)
+
+	var s ErrorHandlerSlot
+	s.Call(nil, ErrPortErr)
+	type ctxKey struct{ id int }
+	arg := &ctxKey{7}
+	var got []any
+	var gotErr error
+	s.Set(func(a any, ep Endpoint, err error) { got = append(got, a); gotErr = err }, arg)
+	s.Call(nil, ErrPeerFailed)
+	if len(got) != 1 || got[0] != arg || !errors.Is(gotErr, ErrPeerFailed) {
+		t.Errorf("custom handler got %v, %v", got, gotErr)
+	}
+	s.Set(nil, "ignored")
+	s.Call(nil, ErrRouteLost)
+	if len(got) != 1 {
+		t.Error("handler still called after Set(nil)")
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.recs) != 2 {
+		t.Fatalf("default handler logged %d records, want 2", len(rec.recs))
+	}
+	for i, want := range []error{ErrPortErr, ErrRouteLost} {
+		r := rec.recs[i]
+		if r.Level != slog.LevelError {
+			t.Errorf("record %d level %v", i, r.Level)
+		}
+		var errAttr any
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "err" {
+				errAttr = a.Value.Any()
+			}
+			return true
+		})
+		if e, ok := errAttr.(error); !ok || !errors.Is(e, want) {
+			t.Errorf("record %d err attr %v, want %v", i, errAttr, want)
+		}
+	}
+}
+
+// ErrPortErr is a test error standing for an iface-wide failure.
+var ErrPortErr = errors.New("port error")
+
+func TestDefaultErrorHandlerText(t *testing.T) {
+	var buf bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(old)
+	DefaultErrorHandler(nil, nil, NewOpError("shm", "am_short", "pid 9", ErrPeerFailed, nil))
+	if !strings.Contains(buf.String(), "peer process failed") {
+		t.Errorf("log line %q does not name the error", buf.String())
+	}
+}
+
+func TestNotifier(t *testing.T) {
+	var n Notifier
+	var order []string
+	var errs []error
+	h := func(arg any, err error) { order = append(order, arg.(string)); errs = append(errs, err) }
+	if err := n.Notify(nil, nil); !errors.Is(err, ErrInvalidParam) {
+		t.Errorf("Notify(nil) = %v", err)
+	}
+	// No completion yet: queued.
+	n.Notify(h, "a")
+	n.Notify(h, "b")
+	n.Notify(h, "c")
+	if len(order) != 0 || n.Waiting() != 3 {
+		t.Fatalf("handlers ran before a completion: %v, waiting %d", order, n.Waiting())
+	}
+	n.Completed(1)
+	if len(order) != 1 || order[0] != "a" {
+		t.Fatalf("one completion ran %v, want [a]", order)
+	}
+	n.Completed(5) // runs b, c; the rest is remembered as one
+	if strings.Join(order, "") != "abc" {
+		t.Fatalf("handlers ran as %v, want in completion order a b c", order)
+	}
+	// A completion is there: runs now, with nil.
+	n.Notify(h, "now")
+	if len(order) != 4 || order[3] != "now" || errs[3] != nil {
+		t.Fatalf("Notify with a waiting completion: %v %v", order, errs)
+	}
+	// Only one completion was remembered.
+	n.Notify(h, "later")
+	if len(order) != 4 || n.Waiting() != 1 {
+		t.Fatalf("second Notify ran at once: %v", order)
+	}
+	n.Notify(h, "later2")
+	n.Cancel()
+	if len(order) != 6 || !errors.Is(errs[4], ErrCanceled) || !errors.Is(errs[5], ErrCanceled) || order[4] != "later" {
+		t.Fatalf("Cancel ran %v with %v", order[4:], errs[4:])
+	}
+	if err := n.Notify(h, "x"); !errors.Is(err, ErrClosed) {
+		t.Errorf("Notify after Cancel = %v, want ErrClosed", err)
+	}
+	n.Completed(1)
+	if len(order) != 6 {
+		t.Error("handler ran after Cancel")
+	}
+}
+
+func TestNotifierHandlerMayRenotify(t *testing.T) {
+	var n Notifier
+	count := 0
+	var h func(any, error)
+	h = func(any, error) {
+		count++
+		if count < 3 {
+			if err := n.Notify(h, nil); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	n.Notify(h, nil)
+	n.Completed(1)
+	n.Completed(1)
+	n.Completed(1)
+	if count != 3 {
+		t.Errorf("re-arming handler ran %d times over 3 completions, want 3", count)
+	}
+}
+
+func TestDeviceWatchers(t *testing.T) {
+	var d DeviceWatchers
+	d.Init("eth0", DeviceUp)
+	if d.Status() != DeviceUp {
+		t.Fatalf("Status = %v", d.Status())
+	}
+	if _, err := d.Register(nil); !errors.Is(err, ErrInvalidParam) {
+		t.Errorf("Register(nil) = %v", err)
+	}
+	var mu sync.Mutex
+	var got1, got2 []DeviceStatusEvent
+	w1, err := d.Register(func(e DeviceStatusEvent) { mu.Lock(); got1 = append(got1, e); mu.Unlock() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, _ := d.Register(func(e DeviceStatusEvent) { mu.Lock(); got2 = append(got2, e); mu.Unlock() })
+	d.Set(DeviceUp) // no change: nothing delivered
+	d.Set(DeviceDown)
+	d.Set(DeviceRDMADisabled)
+	if err := w2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w2.Close()
+	d.Set(DeviceUp)
+	w1.Close()
+	d.Set(DeviceDown)
+	want1 := []DeviceStatusEvent{{"eth0", DeviceDown}, {"eth0", DeviceRDMADisabled}, {"eth0", DeviceUp}}
+	want2 := want1[:2]
+	if !equalEvents(got1, want1) || !equalEvents(got2, want2) {
+		t.Errorf("watcher 1 got %v (want %v), watcher 2 got %v (want %v)", got1, want1, got2, want2)
+	}
+	var nilw *Watch
+	if nilw.Close() != nil {
+		t.Error("nil Watch.Close")
+	}
+	for s, str := range map[DeviceStatus]string{DeviceUp: "up", DeviceDown: "down", DeviceRDMADisabled: "rdma-disabled", 9: "device-status(9)"} {
+		if s.String() != str {
+			t.Errorf("%d.String() = %q, want %q", int(s), s.String(), str)
+		}
+	}
+}
+
+func equalEvents(a, b []DeviceStatusEvent) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
