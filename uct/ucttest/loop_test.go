@@ -1,0 +1,401 @@
+package ucttest
+
+// A minimal in-process reference implementation of the uct contract, used
+// only to check the suite itself (every case must pass on it). It is not a
+// transport: memory is reached through a table, not by address.
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/ucgo/ucgo/uct"
+)
+
+var loopReg = struct {
+	sync.Mutex
+	next   uint64
+	mems   map[uint64]*loopMem
+	ifaces map[uint64]*loopIface
+}{next: 1, mems: map[uint64]*loopMem{}, ifaces: map[uint64]*loopIface{}}
+
+type loopMD struct{}
+
+func (loopMD) Attr() uct.MDAttr {
+	return uct.MDAttr{Component: "loop", CanRegister: true, CanAlloc: true, RKeySize: 8, MaxAlloc: 1 << 30, MaxReg: 1 << 30}
+}
+
+type loopMem struct {
+	id     uint64
+	buf    []byte
+	closed bool
+}
+
+func (m *loopMem) Bytes() []byte    { return m.buf }
+func (m *loopMem) Address() uint64  { return m.id << 40 }
+func (m *loopMem) PackRKey() []byte { return binary.LittleEndian.AppendUint64(nil, m.id) }
+func (m *loopMem) Close() error {
+	loopReg.Lock()
+	m.closed = true
+	loopReg.Unlock()
+	return nil
+}
+
+func (loopMD) Register(buf []byte, _ uct.Access) (uct.Mem, error) {
+	loopReg.Lock()
+	defer loopReg.Unlock()
+	m := &loopMem{id: loopReg.next, buf: buf}
+	loopReg.next++
+	loopReg.mems[m.id] = m
+	return m, nil
+}
+
+func (md loopMD) Alloc(size int, a uct.Access) (uct.Mem, error) {
+	return md.Register(make([]byte, size), a)
+}
+
+type loopRKey struct{ id uint64 }
+
+func (loopRKey) Close() error { return nil }
+
+func (loopMD) UnpackRKey(p []byte) (uct.RKey, error) {
+	if len(p) != 8 {
+		return nil, fmt.Errorf("loop rkey of %d bytes: %w", len(p), uct.ErrInvalidParam)
+	}
+	return loopRKey{binary.LittleEndian.Uint64(p)}, nil
+}
+
+func (loopMD) OpenIface(uct.IfaceParams) (uct.Iface, error) {
+	loopReg.Lock()
+	defer loopReg.Unlock()
+	i := &loopIface{id: loopReg.next, events: uct.NewEventQueue()}
+	loopReg.next++
+	i.dev.Init("loop", uct.DeviceUp)
+	loopReg.ifaces[i.id] = i
+	return i, nil
+}
+
+func (loopMD) Close() error { return nil }
+
+type amHandler struct {
+	h   uct.AMHandler
+	arg any
+}
+
+type loopMsg struct {
+	id   uint8
+	data []byte
+}
+
+const loopRxLen = 64
+
+type loopIface struct {
+	id       uint64
+	handlers [uct.MaxAMID + 1]amHandler
+	rx       []loopMsg
+	eps      []*loopEP
+	notify   uct.Notifier
+	errs     uct.ErrorHandlerSlot
+	events   *uct.EventQueue
+	dev      uct.DeviceWatchers
+	closed   bool
+}
+
+func (i *loopIface) Attr() uct.IfaceAttr {
+	return uct.IfaceAttr{
+		Transport: "loop", Device: "loop",
+		Cap: uct.CapAMShort | uct.CapAMBcopy | uct.CapAMZcopy | uct.CapPutShort | uct.CapPutBcopy |
+			uct.CapPutZcopy | uct.CapGetBcopy | uct.CapGetZcopy | uct.CapAtomic32 | uct.CapAtomic64 |
+			uct.CapPending | uct.CapCheckLiveness | uct.CapConnectToIface,
+		AMMaxShort: 128, AMMaxBcopy: 8192, AMMaxZcopy: 65536, AMMaxHeader: 32, AMMaxIOV: 4,
+		PutMaxShort: 128, PutMaxBcopy: 8192, PutMaxZcopy: 1 << 20, GetMaxBcopy: 8192, GetMaxZcopy: 1 << 20,
+		AddressLen: 8,
+	}
+}
+
+func (i *loopIface) Address() []byte { return binary.LittleEndian.AppendUint64(nil, i.id) }
+
+func (i *loopIface) SetAMHandler(id uint8, h uct.AMHandler, arg any) error {
+	if id > uct.MaxAMID {
+		return uct.ErrInvalidParam
+	}
+	i.handlers[id] = amHandler{h, arg}
+	return nil
+}
+
+func (i *loopIface) Connect(addr []byte, _ uct.EPParams) (uct.Endpoint, error) {
+	if len(addr) != 8 {
+		return nil, uct.NewOpError("loop", "connect", "", uct.ErrInvalidAddress, nil)
+	}
+	loopReg.Lock()
+	peer, ok := loopReg.ifaces[binary.LittleEndian.Uint64(addr)]
+	loopReg.Unlock()
+	if !ok || peer.closed {
+		return nil, uct.NewOpError("loop", "connect", fmt.Sprintf("%x", addr), uct.ErrUnreachable, nil)
+	}
+	ep := &loopEP{iface: i, peer: peer}
+	i.eps = append(i.eps, ep)
+	return ep, nil
+}
+
+func (i *loopIface) Progress() int {
+	n := 0
+	for len(i.rx) > 0 && !i.closed {
+		m := i.rx[0]
+		i.rx = i.rx[1:]
+		if h := i.handlers[m.id]; h.h != nil {
+			h.h(h.arg, m.data, 0)
+		}
+		i.notify.Completed(1)
+		n++
+	}
+	for _, ep := range i.eps {
+		for len(ep.pending) > 0 && len(ep.peer.rx) < loopRxLen {
+			r := ep.pending[0]
+			ep.pending = ep.pending[1:]
+			ep.inDisp = true
+			err := r.Dispatch()
+			ep.inDisp = false
+			if err == uct.ErrNoResource {
+				ep.pending = append([]uct.PendingRequest{r}, ep.pending...)
+				break
+			}
+			n++
+		}
+	}
+	return n
+}
+
+func (i *loopIface) Arm() error {
+	if len(i.rx) > 0 {
+		return uct.ErrBusy
+	}
+	return nil
+}
+func (i *loopIface) Wait(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+func (i *loopIface) Wake()                          {}
+func (i *loopIface) Notify(h func(any, error), arg any) error {
+	return i.notify.Notify(h, arg)
+}
+func (i *loopIface) Flush(*uct.Completion) error               { return nil }
+func (i *loopIface) Fence() error                              { return nil }
+func (i *loopIface) SetErrorHandler(h uct.ErrorHandler, a any) { i.errs.Set(h, a) }
+func (i *loopIface) Events() *uct.EventQueue                   { return i.events }
+func (i *loopIface) WatchDevice(fn func(uct.DeviceStatusEvent)) (*uct.Watch, error) {
+	return i.dev.Register(fn)
+}
+
+func (i *loopIface) Close() error {
+	if i.closed {
+		return nil
+	}
+	i.closed = true
+	i.notify.Cancel()
+	i.events.Close()
+	return nil
+}
+
+type loopEP struct {
+	iface   *loopIface
+	peer    *loopIface
+	pending []uct.PendingRequest
+	err     error
+	closed  bool
+	inDisp  bool
+}
+
+func (e *loopEP) Iface() uct.Iface { return e.iface }
+func (e *loopEP) Peer() string     { return fmt.Sprintf("loop %d", e.peer.id) }
+
+func (e *loopEP) fail(op string, st uct.Status) error {
+	return uct.NewOpError("loop", op, e.Peer(), st, nil)
+}
+
+func (e *loopEP) check(op string) error {
+	if e.closed {
+		return e.fail(op, uct.ErrClosed)
+	}
+	if e.err != nil {
+		return e.fail(op, uct.StatusOf(e.err))
+	}
+	return nil
+}
+
+func (e *loopEP) send(op string, id uint8, data []byte) error {
+	if err := e.check(op); err != nil {
+		return err
+	}
+	if id > uct.MaxAMID {
+		return e.fail(op, uct.ErrInvalidParam)
+	}
+	if len(e.peer.rx) >= loopRxLen || (len(e.pending) > 0 && !e.inDisp) {
+		return uct.ErrNoResource
+	}
+	e.peer.rx = append(e.peer.rx, loopMsg{id, data})
+	return nil
+}
+
+func (e *loopEP) AMShort(id uint8, header uint64, payload []byte) error {
+	if len(payload) > e.iface.Attr().AMMaxShort {
+		return e.fail("am_short", uct.ErrInvalidParam)
+	}
+	return e.send("am_short", id, append(binary.LittleEndian.AppendUint64(nil, header), payload...))
+}
+
+func (e *loopEP) AMBcopy(id uint8, header, payload []byte) (int, error) {
+	d := append(append([]byte{}, header...), payload...)
+	if err := e.send("am_bcopy", id, d); err != nil {
+		return 0, err
+	}
+	return len(d), nil
+}
+
+func (e *loopEP) AMZcopy(id uint8, header []byte, iov [][]byte, comp *uct.Completion) error {
+	d := append([]byte{}, header...)
+	for _, v := range iov {
+		d = append(d, v...)
+	}
+	return e.send("am_zcopy", id, d)
+}
+
+func (e *loopEP) mem(op string, raddr uint64, n int, rk uct.RKey) ([]byte, error) {
+	if err := e.check(op); err != nil {
+		return nil, err
+	}
+	k, ok := rk.(loopRKey)
+	if !ok {
+		return nil, e.fail(op, uct.ErrInvalidParam)
+	}
+	loopReg.Lock()
+	m := loopReg.mems[k.id]
+	loopReg.Unlock()
+	if m == nil || m.closed || raddr>>40 != k.id {
+		return nil, e.fail(op, uct.ErrRemoteProtection)
+	}
+	off := raddr & (1<<40 - 1)
+	if off+uint64(n) > uint64(len(m.buf)) || off+uint64(n) < off {
+		return nil, e.fail(op, uct.ErrInvalidAddress)
+	}
+	return m.buf[off : off+uint64(n)], nil
+}
+
+func (e *loopEP) PutShort(buf []byte, raddr uint64, rk uct.RKey) error {
+	d, err := e.mem("put_short", raddr, len(buf), rk)
+	if err == nil {
+		copy(d, buf)
+	}
+	return err
+}
+func (e *loopEP) PutBcopy(buf []byte, raddr uint64, rk uct.RKey) (int, error) {
+	return len(buf), e.PutShort(buf, raddr, rk)
+}
+func (e *loopEP) PutZcopy(iov [][]byte, raddr uint64, rk uct.RKey, _ *uct.Completion) error {
+	var all []byte
+	for _, v := range iov {
+		all = append(all, v...)
+	}
+	return e.PutShort(all, raddr, rk)
+}
+func (e *loopEP) GetBcopy(dst []byte, raddr uint64, rk uct.RKey, _ *uct.Completion) error {
+	d, err := e.mem("get", raddr, len(dst), rk)
+	if err == nil {
+		copy(dst, d)
+	}
+	return err
+}
+func (e *loopEP) GetZcopy(iov [][]byte, raddr uint64, rk uct.RKey, c *uct.Completion) error {
+	for _, v := range iov {
+		if err := e.GetBcopy(v, raddr, rk, c); err != nil {
+			return err
+		}
+		raddr += uint64(len(v))
+	}
+	return nil
+}
+
+func (e *loopEP) AtomicPost(op uct.AtomicOp, size int, value, raddr uint64, rk uct.RKey) error {
+	var r uint64
+	return e.AtomicFetch(op, size, value, 0, &r, raddr, rk, nil)
+}
+
+func (e *loopEP) AtomicFetch(op uct.AtomicOp, size int, value, compare uint64, result *uint64, raddr uint64, rk uct.RKey, _ *uct.Completion) error {
+	if size != 4 && size != 8 {
+		return e.fail("atomic", uct.ErrInvalidParam)
+	}
+	d, err := e.mem("atomic", raddr, size, rk)
+	if err != nil {
+		return err
+	}
+	var old uint64
+	if size == 4 {
+		old = uint64(binary.NativeEndian.Uint32(d))
+	} else {
+		old = binary.NativeEndian.Uint64(d)
+	}
+	nv := old
+	switch op {
+	case uct.AtomicAdd:
+		nv = old + value
+	case uct.AtomicAnd:
+		nv = old & value
+	case uct.AtomicOr:
+		nv = old | value
+	case uct.AtomicXor:
+		nv = old ^ value
+	case uct.AtomicSwap:
+		nv = value
+	case uct.AtomicCSwap:
+		if old == compare {
+			nv = value
+		}
+	}
+	if size == 4 {
+		binary.NativeEndian.PutUint32(d, uint32(nv))
+	} else {
+		binary.NativeEndian.PutUint64(d, nv)
+	}
+	*result = old
+	return nil
+}
+
+func (e *loopEP) Flush(bool, *uct.Completion) error { return e.check("flush") }
+func (e *loopEP) Fence() error                      { return nil }
+func (e *loopEP) PendingAdd(r uct.PendingRequest) error {
+	if len(e.peer.rx) < loopRxLen && len(e.pending) == 0 {
+		return uct.ErrBusy
+	}
+	e.pending = append(e.pending, r)
+	return nil
+}
+func (e *loopEP) PendingPurge(cb func(uct.PendingRequest)) {
+	for _, r := range e.pending {
+		cb(r)
+	}
+	e.pending = nil
+}
+func (e *loopEP) CheckLiveness(*uct.Completion) error {
+	if err := e.check("check_liveness"); err != nil {
+		return err
+	}
+	if e.peer.closed {
+		e.err = e.fail("check_liveness", uct.ErrConnectionReset)
+		return e.err
+	}
+	return nil
+}
+func (e *loopEP) Err() error   { return e.err }
+func (e *loopEP) Close() error { e.closed = true; return nil }
+
+func TestRunOnLoop(t *testing.T) {
+	Run(t, func(t testing.TB) *Pair {
+		md := loopMD{}
+		a, err := md.OpenIface(uct.IfaceParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := md.OpenIface(uct.IfaceParams{})
+		return &Pair{A: a, B: b, MDA: md, MDB: md}
+	})
+}
