@@ -70,7 +70,7 @@ func (loopMD) UnpackRKey(p []byte) (uct.RKey, error) {
 func (loopMD) OpenIface(uct.IfaceParams) (uct.Iface, error) {
 	loopReg.Lock()
 	defer loopReg.Unlock()
-	i := &loopIface{id: loopReg.next, events: uct.NewEventQueue()}
+	i := &loopIface{id: loopReg.next, events: uct.NewEventQueue(), wake: make(chan struct{}, 1)}
 	loopReg.next++
 	i.dev.Init("loop", uct.DeviceUp)
 	loopReg.ifaces[i.id] = i
@@ -101,6 +101,7 @@ type loopIface struct {
 	events   *uct.EventQueue
 	dev      uct.DeviceWatchers
 	closed   bool
+	wake     chan struct{}
 }
 
 func (i *loopIface) Attr() uct.IfaceAttr {
@@ -174,8 +175,21 @@ func (i *loopIface) Arm() error {
 	}
 	return nil
 }
-func (i *loopIface) Wait(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
-func (i *loopIface) Wake()                          {}
+func (i *loopIface) Wait(ctx context.Context) error {
+	select {
+	case <-i.wake:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (i *loopIface) Wake() {
+	select {
+	case i.wake <- struct{}{}:
+	default:
+	}
+}
 func (i *loopIface) Notify(h func(any, error), arg any) error {
 	return i.notify.Notify(h, arg)
 }
@@ -234,6 +248,7 @@ func (e *loopEP) send(op string, id uint8, data []byte) error {
 		return uct.ErrNoResource
 	}
 	e.peer.rx = append(e.peer.rx, loopMsg{id, data})
+	e.peer.Wake()
 	return nil
 }
 
