@@ -104,7 +104,8 @@ func (e *Event) Ack() {
 
 // EventQueue is an async event queue with ibv_get_async_event semantics:
 // Get blocks, TryGet polls, each event goes to exactly one caller, and
-// every event delivered must be acked. Transports Post into it.
+// every event delivered must be acked. Transports Post into it. The zero
+// value is an empty queue ready to use.
 type EventQueue struct {
 	mu      sync.Mutex
 	cond    chan struct{} // closed and replaced when something changes
@@ -119,6 +120,15 @@ func NewEventQueue() *EventQueue {
 	return &EventQueue{cond: make(chan struct{}), unacked: map[any]int{}, queued: map[any]int{}}
 }
 
+// initLocked makes the zero value usable.
+func (q *EventQueue) initLocked() {
+	if q.cond == nil {
+		q.cond = make(chan struct{})
+		q.unacked = map[any]int{}
+		q.queued = map[any]int{}
+	}
+}
+
 func (q *EventQueue) signal() {
 	close(q.cond)
 	q.cond = make(chan struct{})
@@ -127,6 +137,7 @@ func (q *EventQueue) signal() {
 // Post appends an event. Posting to a closed queue drops the event.
 func (q *EventQueue) Post(e *Event) {
 	q.mu.Lock()
+	q.initLocked()
 	defer q.mu.Unlock()
 	if q.closed {
 		return
@@ -140,6 +151,7 @@ func (q *EventQueue) Post(e *Event) {
 // TryGet returns the next event without blocking, or false.
 func (q *EventQueue) TryGet() (*Event, bool) {
 	q.mu.Lock()
+	q.initLocked()
 	defer q.mu.Unlock()
 	return q.popLocked()
 }
@@ -165,6 +177,7 @@ func (q *EventQueue) popLocked() (*Event, bool) {
 func (q *EventQueue) Get(ctx context.Context) (*Event, error) {
 	for {
 		q.mu.Lock()
+		q.initLocked()
 		if e, ok := q.popLocked(); ok {
 			q.mu.Unlock()
 			return e, nil
@@ -186,12 +199,14 @@ func (q *EventQueue) Get(ctx context.Context) (*Event, error) {
 // Len returns the number of events not yet delivered.
 func (q *EventQueue) Len() int {
 	q.mu.Lock()
+	q.initLocked()
 	defer q.mu.Unlock()
 	return len(q.events)
 }
 
 func (q *EventQueue) ack(e *Event) {
 	q.mu.Lock()
+	q.initLocked()
 	defer q.mu.Unlock()
 	if e.acked {
 		return
@@ -212,6 +227,7 @@ func (q *EventQueue) WaitAcks(owner any, timeout time.Duration) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	q.mu.Lock()
+	q.initLocked()
 	if q.queued[owner] > 0 {
 		kept := q.events[:0]
 		for _, e := range q.events {
@@ -239,12 +255,14 @@ func (q *EventQueue) WaitAcks(owner any, timeout time.Duration) error {
 			return fmt.Errorf("%d async events of %v not acked: %w", n, owner, ErrTimedOut)
 		}
 		q.mu.Lock()
+		q.initLocked()
 	}
 }
 
 // Close wakes every Get with ErrClosed and drops queued events.
 func (q *EventQueue) Close() {
 	q.mu.Lock()
+	q.initLocked()
 	defer q.mu.Unlock()
 	if q.closed {
 		return

@@ -426,3 +426,24 @@ func equalEvents(a, b []DeviceStatusEvent) bool {
 	}
 	return true
 }
+
+func TestEventQueueZeroValue(t *testing.T) {
+	var q EventQueue
+	if _, ok := q.TryGet(); ok || q.Len() != 0 {
+		t.Fatal("zero queue is not empty")
+	}
+	q.Post(&Event{Type: EventPortActive, Owner: "p"})
+	e, err := q.Get(context.Background())
+	if err != nil || e.Type != EventPortActive {
+		t.Fatalf("Get = %v, %v", e, err)
+	}
+	e.Ack()
+	if err := q.WaitAcks("p", time.Second); err != nil {
+		t.Errorf("WaitAcks: %v", err)
+	}
+	var closed EventQueue
+	closed.Close()
+	if _, err := closed.Get(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Get on a closed zero queue: %v", err)
+	}
+}
