@@ -16,7 +16,9 @@ import (
 )
 
 // Pair is two ifaces that can connect to each other and the memory domains
-// they were opened on. Cleanup, if set, is run after the case (after the
+// they were opened on. Both must live in the calling process: the suite
+// reads and writes B's registered memory directly to check puts and gets
+// (cross-process behaviour belongs to the transport's own tests). Cleanup, if set, is run after the case (after the
 // ifaces have been closed by the suite); it must tolerate ifaces that are
 // already closed.
 type Pair struct {
@@ -72,12 +74,11 @@ func Run(t *testing.T, f Factory) {
 // Harness is one fresh Pair with an endpoint from A to B. The iface
 // closes are registered with t.Cleanup.
 type Harness struct {
-	T      testing.TB
-	P      *Pair
-	AttrA  uct.IfaceAttr
-	AttrB  uct.IfaceAttr
-	EP     uct.Endpoint // A → B
-	closed sync.Map     // uct.Iface → true when the case closed it
+	T     testing.TB
+	P     *Pair
+	AttrA uct.IfaceAttr
+	AttrB uct.IfaceAttr
+	EP    uct.Endpoint // A → B
 }
 
 // NewHarness opens a Pair with f and connects A to B.
