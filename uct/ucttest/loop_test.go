@@ -206,6 +206,9 @@ func (i *loopIface) Close() error {
 		return nil
 	}
 	i.closed = true
+	for _, ep := range i.eps {
+		ep.closed = true
+	}
 	i.notify.Cancel()
 	i.events.Close()
 	return nil

@@ -58,6 +58,8 @@ func Run(t *testing.T, f Factory) {
 		{"PeerClosed", testPeerClosed},
 		{"CloseInFlight/Iface", func(t *testing.T, h *Harness) { testCloseInFlight(t, h, false) }},
 		{"CloseInFlight/Endpoint", func(t *testing.T, h *Harness) { testCloseInFlight(t, h, true) }},
+		{"FlushCancel", testFlushCancel},
+		{"UseAfterClose", testUseAfterClose},
 		{"BadRKey", testBadRKey},
 		{"BadRemoteAddress", testBadRemoteAddress},
 		{"BadIfaceAddress", testBadIfaceAddress},
@@ -1234,4 +1236,77 @@ wake:
 		}
 	}
 	h.Until("message after wake-up", func() bool { return r.n() == 1 })
+}
+
+func testFlushCancel(t *testing.T, h *Harness) {
+	h.NeedCap(uct.CapPutZcopy, "put zcopy")
+	const n = 4096
+	rm := h.RemoteMemory(64*n, !h.P.MDB.Attr().CanRegister)
+	buf := pattern(min(n, h.AttrA.PutMaxZcopy), 5)
+	var ops []*Op
+	for i := 0; i < 64; i++ {
+		o := NewOp()
+		err := h.EP.PutZcopy([][]byte{buf}, rm.Mem.Address()+uint64(i*n), rm.RKey, &o.C)
+		switch {
+		case err == nil:
+		case errors.Is(err, uct.ErrInProgress):
+			ops = append(ops, o)
+		case errors.Is(err, uct.ErrNoResource):
+		default:
+			t.Fatalf("put %d: %v", i, err)
+		}
+	}
+	// Flush with cancel: every outstanding operation completes exactly
+	// once, with nil (it had finished) or ErrCanceled, and so does the flush.
+	err := h.Do("flush(cancel)", func(c *uct.Completion) error { return h.EP.Flush(true, c) })
+	if err != nil && !errors.Is(err, uct.ErrCanceled) {
+		t.Errorf("flush(cancel): %v, want nil or ErrCanceled", err)
+	}
+	h.Until("canceled operations complete", func() bool {
+		for _, o := range ops {
+			if !o.Done() {
+				return false
+			}
+		}
+		return true
+	})
+	for i, o := range ops {
+		if n := o.Calls(); n != 1 {
+			t.Errorf("operation %d: completion invoked %d times", i, n)
+		} else if err := o.Err(); err != nil && !errors.Is(err, uct.ErrCanceled) {
+			t.Errorf("operation %d: %v, want nil or ErrCanceled", i, err)
+		}
+	}
+}
+
+func testUseAfterClose(t *testing.T, h *Harness) {
+	h.NeedCap(uct.CapAMBcopy, "AM bcopy")
+	if err := h.EP.Close(); err != nil {
+		t.Fatalf("endpoint Close: %v", err)
+	}
+	if err := h.EP.Close(); err != nil {
+		t.Errorf("second endpoint Close: %v", err)
+	}
+	_, err := h.EP.AMBcopy(1, []byte{1}, nil)
+	if err == nil || errors.Is(err, uct.ErrNoResource) || errors.Is(err, uct.ErrInProgress) {
+		t.Errorf("AMBcopy on a closed endpoint: %v, want an error", err)
+	}
+	// The iface still works: a new endpoint to the same peer.
+	ep, err := h.P.A.Connect(h.P.B.Address(), uct.EPParams{Timeout: Timeout})
+	if err != nil {
+		t.Fatalf("reconnect after endpoint close: %v", err)
+	}
+	defer ep.Close()
+	r := h.setAM(11, nil)
+	h.Must("AMBcopy on the new endpoint", func(*uct.Completion) error { _, err := ep.AMBcopy(11, []byte{7}, nil); return err })
+	h.Until("message on the new endpoint", func() bool { return r.n() == 1 })
+	if err := h.P.A.Close(); err != nil {
+		t.Errorf("iface Close: %v", err)
+	}
+	if err := h.P.A.Close(); err != nil {
+		t.Errorf("second iface Close: %v", err)
+	}
+	if _, err := ep.AMBcopy(11, []byte{8}, nil); err == nil || errors.Is(err, uct.ErrNoResource) {
+		t.Errorf("AMBcopy after its iface closed: %v, want an error", err)
+	}
 }
