@@ -417,3 +417,12 @@ func TestRunOnLoop(t *testing.T) {
 		return &Pair{A: a, B: b, MDA: md, MDB: md}
 	})
 }
+
+func BenchmarkLoop(b *testing.B) {
+	Bench(b, func(t testing.TB) *Pair {
+		md := loopMD{}
+		a, _ := md.OpenIface(uct.IfaceParams{})
+		bb, _ := md.OpenIface(uct.IfaceParams{})
+		return &Pair{A: a, B: bb, MDA: md, MDB: md}
+	})
+}
