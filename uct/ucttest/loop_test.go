@@ -109,7 +109,7 @@ func (i *loopIface) Attr() uct.IfaceAttr {
 		Transport: "loop", Device: "loop",
 		Cap: uct.CapAMShort | uct.CapAMBcopy | uct.CapAMZcopy | uct.CapPutShort | uct.CapPutBcopy |
 			uct.CapPutZcopy | uct.CapGetBcopy | uct.CapGetZcopy | uct.CapAtomic32 | uct.CapAtomic64 |
-			uct.CapPending | uct.CapCheckLiveness | uct.CapConnectToIface,
+			uct.CapPending | uct.CapCheckLiveness | uct.CapConnectToIface | uct.CapEventRecv,
 		AMMaxShort: 128, AMMaxBcopy: 8192, AMMaxZcopy: 65536, AMMaxHeader: 32, AMMaxIOV: 4,
 		PutMaxShort: 128, PutMaxBcopy: 8192, PutMaxZcopy: 1 << 20, GetMaxBcopy: 8192, GetMaxZcopy: 1 << 20,
 		AddressLen: 8,
