@@ -102,6 +102,15 @@ type loopIface struct {
 	dev      uct.DeviceWatchers
 	closed   bool
 	wake     chan struct{}
+	work     []*loopWork
+}
+
+// loopWork is an operation whose effect and completion happen in Progress.
+type loopWork struct {
+	ep       *loopEP
+	fn       func()
+	c        *uct.Completion
+	canceled bool
 }
 
 func (i *loopIface) Attr() uct.IfaceAttr {
@@ -143,6 +152,19 @@ func (i *loopIface) Connect(addr []byte, _ uct.EPParams) (uct.Endpoint, error) {
 
 func (i *loopIface) Progress() int {
 	n := 0
+	for k := 0; k < 8 && len(i.work) > 0 && !i.closed; k++ {
+		w := i.work[0]
+		i.work = i.work[1:]
+		if w.canceled {
+			w.c.Invoke(uct.ErrCanceled)
+		} else {
+			if w.fn != nil {
+				w.fn()
+			}
+			w.c.Invoke(nil)
+		}
+		n++
+	}
 	for len(i.rx) > 0 && !i.closed {
 		m := i.rx[0]
 		i.rx = i.rx[1:]
@@ -193,7 +215,13 @@ func (i *loopIface) Wake() {
 func (i *loopIface) Notify(h func(any, error), arg any) error {
 	return i.notify.Notify(h, arg)
 }
-func (i *loopIface) Flush(*uct.Completion) error               { return nil }
+func (i *loopIface) Flush(c *uct.Completion) error {
+	if len(i.work) == 0 {
+		return nil
+	}
+	i.work = append(i.work, &loopWork{c: c})
+	return uct.ErrInProgress
+}
 func (i *loopIface) Fence() error                              { return nil }
 func (i *loopIface) SetErrorHandler(h uct.ErrorHandler, a any) { i.errs.Set(h, a) }
 func (i *loopIface) Events() *uct.EventQueue                   { return i.events }
@@ -206,6 +234,10 @@ func (i *loopIface) Close() error {
 		return nil
 	}
 	i.closed = true
+	for _, w := range i.work {
+		w.c.Invoke(uct.ErrCanceled)
+	}
+	i.work = nil
 	for _, ep := range i.eps {
 		ep.closed = true
 	}
@@ -225,6 +257,28 @@ type loopEP struct {
 
 func (e *loopEP) Iface() uct.Iface { return e.iface }
 func (e *loopEP) Peer() string     { return fmt.Sprintf("loop %d", e.peer.id) }
+
+// later runs fn now if nothing is queued and there is no completion, else
+// queues it for Progress.
+func (e *loopEP) later(c *uct.Completion, fn func()) error {
+	if c == nil && len(e.iface.work) == 0 {
+		fn()
+		return nil
+	}
+	e.iface.work = append(e.iface.work, &loopWork{ep: e, fn: fn, c: c})
+	if c == nil {
+		return nil
+	}
+	return uct.ErrInProgress
+}
+
+func (e *loopEP) cancelWork() {
+	for _, w := range e.iface.work {
+		if w.ep == e {
+			w.canceled = true
+		}
+	}
+}
 
 func (e *loopEP) fail(op string, st uct.Status) error {
 	return uct.NewOpError("loop", op, e.Peer(), st, nil)
@@ -275,7 +329,10 @@ func (e *loopEP) AMZcopy(id uint8, header []byte, iov [][]byte, comp *uct.Comple
 	for _, v := range iov {
 		d = append(d, v...)
 	}
-	return e.send("am_zcopy", id, d)
+	if err := e.send("am_zcopy", id, d); err != nil {
+		return err
+	}
+	return e.later(comp, func() {})
 }
 
 func (e *loopEP) mem(op string, raddr uint64, n int, rk uct.RKey) ([]byte, error) {
@@ -301,36 +358,56 @@ func (e *loopEP) mem(op string, raddr uint64, n int, rk uct.RKey) ([]byte, error
 
 func (e *loopEP) PutShort(buf []byte, raddr uint64, rk uct.RKey) error {
 	d, err := e.mem("put_short", raddr, len(buf), rk)
-	if err == nil {
-		copy(d, buf)
+	if err != nil {
+		return err
 	}
-	return err
+	b := append([]byte(nil), buf...)
+	return e.later(nil, func() { copy(d, b) })
 }
 func (e *loopEP) PutBcopy(buf []byte, raddr uint64, rk uct.RKey) (int, error) {
 	return len(buf), e.PutShort(buf, raddr, rk)
 }
-func (e *loopEP) PutZcopy(iov [][]byte, raddr uint64, rk uct.RKey, _ *uct.Completion) error {
-	var all []byte
+func (e *loopEP) PutZcopy(iov [][]byte, raddr uint64, rk uct.RKey, c *uct.Completion) error {
+	n := 0
 	for _, v := range iov {
-		all = append(all, v...)
+		n += len(v)
 	}
-	return e.PutShort(all, raddr, rk)
+	d, err := e.mem("put_zcopy", raddr, n, rk)
+	if err != nil {
+		return err
+	}
+	return e.later(c, func() {
+		o := 0
+		for _, v := range iov {
+			o += copy(d[o:], v)
+		}
+	})
 }
-func (e *loopEP) GetBcopy(dst []byte, raddr uint64, rk uct.RKey, _ *uct.Completion) error {
+func (e *loopEP) GetBcopy(dst []byte, raddr uint64, rk uct.RKey, c *uct.Completion) error {
 	d, err := e.mem("get", raddr, len(dst), rk)
-	if err == nil {
-		copy(dst, d)
+	if err != nil {
+		return err
 	}
-	return err
+	if c == nil {
+		return e.fail("get", uct.ErrInvalidParam)
+	}
+	return e.later(c, func() { copy(dst, d) })
 }
 func (e *loopEP) GetZcopy(iov [][]byte, raddr uint64, rk uct.RKey, c *uct.Completion) error {
+	n := 0
 	for _, v := range iov {
-		if err := e.GetBcopy(v, raddr, rk, c); err != nil {
-			return err
-		}
-		raddr += uint64(len(v))
+		n += len(v)
 	}
-	return nil
+	d, err := e.mem("get", raddr, n, rk)
+	if err != nil {
+		return err
+	}
+	return e.later(c, func() {
+		o := 0
+		for _, v := range iov {
+			o += copy(v, d[o:])
+		}
+	})
 }
 
 func (e *loopEP) AtomicPost(op uct.AtomicOp, size int, value, raddr uint64, rk uct.RKey) error {
@@ -338,7 +415,7 @@ func (e *loopEP) AtomicPost(op uct.AtomicOp, size int, value, raddr uint64, rk u
 	return e.AtomicFetch(op, size, value, 0, &r, raddr, rk, nil)
 }
 
-func (e *loopEP) AtomicFetch(op uct.AtomicOp, size int, value, compare uint64, result *uint64, raddr uint64, rk uct.RKey, _ *uct.Completion) error {
+func (e *loopEP) AtomicFetch(op uct.AtomicOp, size int, value, compare uint64, result *uint64, raddr uint64, rk uct.RKey, c *uct.Completion) error {
 	if size != 4 && size != 8 {
 		return e.fail("atomic", uct.ErrInvalidParam)
 	}
@@ -346,40 +423,55 @@ func (e *loopEP) AtomicFetch(op uct.AtomicOp, size int, value, compare uint64, r
 	if err != nil {
 		return err
 	}
-	var old uint64
-	if size == 4 {
-		old = uint64(binary.NativeEndian.Uint32(d))
-	} else {
-		old = binary.NativeEndian.Uint64(d)
-	}
-	nv := old
-	switch op {
-	case uct.AtomicAdd:
-		nv = old + value
-	case uct.AtomicAnd:
-		nv = old & value
-	case uct.AtomicOr:
-		nv = old | value
-	case uct.AtomicXor:
-		nv = old ^ value
-	case uct.AtomicSwap:
-		nv = value
-	case uct.AtomicCSwap:
-		if old == compare {
-			nv = value
+	return e.later(c, func() {
+		var old uint64
+		if size == 4 {
+			old = uint64(binary.NativeEndian.Uint32(d))
+		} else {
+			old = binary.NativeEndian.Uint64(d)
 		}
-	}
-	if size == 4 {
-		binary.NativeEndian.PutUint32(d, uint32(nv))
-	} else {
-		binary.NativeEndian.PutUint64(d, nv)
-	}
-	*result = old
-	return nil
+		nv := old
+		switch op {
+		case uct.AtomicAdd:
+			nv = old + value
+		case uct.AtomicAnd:
+			nv = old & value
+		case uct.AtomicOr:
+			nv = old | value
+		case uct.AtomicXor:
+			nv = old ^ value
+		case uct.AtomicSwap:
+			nv = value
+		case uct.AtomicCSwap:
+			if old == compare {
+				nv = value
+			}
+		}
+		if size == 4 {
+			binary.NativeEndian.PutUint32(d, uint32(nv))
+		} else {
+			binary.NativeEndian.PutUint64(d, nv)
+		}
+		*result = old
+	})
 }
 
-func (e *loopEP) Flush(bool, *uct.Completion) error { return e.check("flush") }
-func (e *loopEP) Fence() error                      { return nil }
+func (e *loopEP) Flush(cancel bool, c *uct.Completion) error {
+	if err := e.check("flush"); err != nil {
+		return err
+	}
+	if cancel {
+		e.cancelWork()
+	}
+	for _, w := range e.iface.work {
+		if w.ep == e {
+			e.iface.work = append(e.iface.work, &loopWork{ep: e, c: c})
+			return uct.ErrInProgress
+		}
+	}
+	return nil
+}
+func (e *loopEP) Fence() error { return nil }
 func (e *loopEP) PendingAdd(r uct.PendingRequest) error {
 	if len(e.peer.rx) < loopRxLen && len(e.pending) == 0 {
 		return uct.ErrBusy
@@ -403,8 +495,14 @@ func (e *loopEP) CheckLiveness(*uct.Completion) error {
 	}
 	return nil
 }
-func (e *loopEP) Err() error   { return e.err }
-func (e *loopEP) Close() error { e.closed = true; return nil }
+func (e *loopEP) Err() error { return e.err }
+func (e *loopEP) Close() error {
+	if !e.closed {
+		e.closed = true
+		e.cancelWork()
+	}
+	return nil
+}
 
 func TestRunOnLoop(t *testing.T) {
 	Run(t, func(t testing.TB) *Pair {
