@@ -420,6 +420,7 @@ type DeviceStatusEvent struct {
 // DeviceWatchers is the registry of watchers of one device
 // (Nd2RegisterForAdapterStatus). Transports embed one per device.
 type DeviceWatchers struct {
+	deliver sync.Mutex // serializes Set so watchers see changes in order
 	mu      sync.Mutex
 	device  string
 	status  DeviceStatus
@@ -476,8 +477,13 @@ func (d *DeviceWatchers) Register(fn func(DeviceStatusEvent)) (*Watch, error) {
 	}}, nil
 }
 
-// Set changes the status and tells every watcher if it changed.
+// Set changes the status and tells every watcher if it changed. Concurrent
+// Sets are delivered one after the other, in the order they were applied,
+// so the last event a watcher saw is the current status. A watcher must
+// not call Set.
 func (d *DeviceWatchers) Set(status DeviceStatus) {
+	d.deliver.Lock()
+	defer d.deliver.Unlock()
 	d.mu.Lock()
 	if d.status == status {
 		d.mu.Unlock()

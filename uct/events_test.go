@@ -447,3 +447,30 @@ func TestEventQueueZeroValue(t *testing.T) {
 		t.Errorf("Get on a closed zero queue: %v", err)
 	}
 }
+
+func TestDeviceWatchersConcurrentSetInOrder(t *testing.T) {
+	for round := 0; round < 50; round++ {
+		var d DeviceWatchers
+		d.Init("eth0", DeviceUp)
+		var mu sync.Mutex
+		var last DeviceStatus
+		w, _ := d.Register(func(e DeviceStatusEvent) { mu.Lock(); last = e.Status; mu.Unlock() })
+		var wg sync.WaitGroup
+		for g := 0; g < 4; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 50; i++ {
+					d.Set(DeviceStatus(1 + (g+i)%3))
+				}
+			}()
+		}
+		wg.Wait()
+		w.Close()
+		mu.Lock()
+		if last != d.Status() && last != 0 {
+			t.Fatalf("round %d: watcher's last event %v, device status %v", round, last, d.Status())
+		}
+		mu.Unlock()
+	}
+}
