@@ -317,6 +317,9 @@ func (e *loopEP) AMShort(id uint8, header uint64, payload []byte) error {
 }
 
 func (e *loopEP) AMBcopy(id uint8, header, payload []byte) (int, error) {
+	if len(header)+len(payload) > e.iface.Attr().AMMaxBcopy {
+		return 0, e.fail("am_bcopy", uct.ErrInvalidParam)
+	}
 	d := append(append([]byte{}, header...), payload...)
 	if err := e.send("am_bcopy", id, d); err != nil {
 		return 0, err

@@ -400,6 +400,12 @@ func testAMBcopy(t *testing.T, h *Harness) {
 			i++
 		}
 	}
+	if max >= 0 {
+		_, err := h.EP.AMBcopy(4, nil, make([]byte, max+1))
+		if !errors.Is(err, uct.ErrInvalidParam) || errors.Is(err, uct.ErrInProgress) {
+			t.Errorf("AMBcopy over AMMaxBcopy (%d): %v, want an error wrapping ErrInvalidParam", max+1, err)
+		}
+	}
 }
 
 func testAMZcopy(t *testing.T, h *Harness) {
