@@ -174,12 +174,56 @@ while :; do
   sleep 0.2
 done
 echo "CASE-END vm-client rc=$rc"
+echo "CASE-BEGIN perftest-write-bw"
+ib_write_bw -V
+timeout 30 ib_write_bw -d $RXEVM_DEV -x $RXEVM_GID_IDX -p 18517 -s 65536 -n 5000 > /tmp/pt.out 2>&1
+rc=$?
+sleep 1
+cat /tmp/pt.out
+echo "CASE-END perftest-write-bw rc=$rc"
 `
 	host := "set -o pipefail; " +
 		selfCmd("-x -a $RXEVM_HOST_IP -g 0 -q 0x33 -w 30s $RXEVM_VM_IP") + " | sed 's/^/vm-server-peer /' && echo HOST-CLIENT-OK; " +
-		selfCmd("-x -a $RXEVM_HOST_IP -g 0 -q 0x44 -p 18516") + " | sed 's/^/vm-client-peer /' && echo HOST-SERVER-OK"
+		selfCmd("-x -a $RXEVM_HOST_IP -g 0 -q 0x44 -p 18516") + " | sed 's/^/vm-client-peer /' && echo HOST-SERVER-OK; " +
+		fmt.Sprintf("%s=$RXEVM_VM_IP:18517 %q", perftestChildEnv, os.Args[0])
 	out, err := runVM(t, harness, cache, 120, vm, host)
 	t.Logf("run.sh: %v\n%s", err, out)
+	if err != nil {
+		t.Errorf("run.sh failed (126: a host-side command failed): %v", err)
+	}
+
+	t.Run("perftest-write-bw", func(t *testing.T) {
+		sec := vmSection(out, "perftest-write-bw")
+		for _, want := range []string{
+			"PERFTEST-CLIENT-OK",              // our side went through every step
+			"CASE-END perftest-write-bw rc=0", // ib_write_bw server exited 0
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("missing %q", want)
+			}
+		}
+		// The VM printed our key and GID, and our bandwidth report.
+		for _, re := range []string{
+			`remote address: LID 0000 QPN 0x0055 PSN 0x424242 RKey 0x00abcd VAddr 0x007f1234560000`,
+			`GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:77:00:01`,
+			`\b65536\s+5000\s+1234\.50\s+1234\.50\s+0\.019753`,
+		} {
+			if !regexp.MustCompile(re).MatchString(sec) {
+				t.Errorf("ib_write_bw output lacks %s", re)
+			}
+		}
+		// We parsed the VM's key: its QPN and rkey as the VM printed them.
+		m := regexp.MustCompile(`local addres.*?QPN 0x([0-9a-f]+) PSN 0x([0-9a-f]+) RKey 0x([0-9a-f]+)`).FindStringSubmatch(strings.ReplaceAll(sec, "\n", " "))
+		if m == nil {
+			t.Fatal("no local address line from ib_write_bw")
+		}
+		ours := regexp.MustCompile(`\[host\] perftest keys: remote .*`).FindString(out)
+		for _, v := range []string{"QPN 0x" + padHex(m[1], 6), "PSN 0x" + padHex(m[2], 6), "RKey 0x" + padHex(m[3], 8)} {
+			if !strings.Contains(ours, v) {
+				t.Errorf("our side saw %q, lacking %s", ours, v)
+			}
+		}
+	})
 
 	for _, c := range []struct{ name, ok string }{{"vm-server", "HOST-CLIENT-OK"}, {"vm-client", "HOST-SERVER-OK"}} {
 		t.Run(c.name, func(t *testing.T) {
@@ -214,4 +258,13 @@ echo "CASE-END vm-client rc=$rc"
 			}
 		})
 	}
+}
+
+// padHex left-pads a hex number with zeros (or trims them) to width n.
+func padHex(h string, n int) string {
+	h = strings.TrimLeft(h, "0")
+	for len(h) < n {
+		h = "0" + h
+	}
+	return h
 }
