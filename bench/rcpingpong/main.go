@@ -33,7 +33,6 @@ type options struct {
 	exchOnly bool
 	qpn      uint
 	server   string
-	sizeLine bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
