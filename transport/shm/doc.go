@@ -1,0 +1,26 @@
+// Package shm is the uct transport between processes on one host.
+//
+// Each iface owns a memfd segment: a header (magic, version, owner pid,
+// process start time, random cookie, futex word) followed by a bounded
+// multi-producer single-consumer ring of 128-byte cells, each with its own
+// bcopy buffer. Peers attach by opening /proc/PID/fd/N and mapping the
+// segment MAP_SHARED, so only same-user processes can attach and nothing
+// survives the owner. Senders reserve a cell with a compare-and-swap on the
+// ring tail, write it and publish it with a store to the cell's sequence
+// word; the receiver polls the head cell in Progress.
+//
+// RMA: memory from MD.Alloc is a memfd per allocation that peers map on
+// first use (cached in the unpacked remote key), so put/get are plain copies
+// and atomics are real atomic instructions on the shared mapping. Memory
+// from MD.Register is reached with process_vm_readv/writev; atomics on it
+// return uct.ErrUnsupported.
+//
+// Peer death is watched with a pidfd by one background goroutine per
+// endpoint; the endpoint then fails every new operation with an
+// *uct.OpError wrapping uct.ErrPeerFailed, calls the iface error handler
+// and posts uct.EventPeerFailed to the iface event queue.
+//
+// All operations complete before they return (nil), so Flush has nothing
+// outstanding. The package owns its segments, mappings and fds; Close on
+// each object is idempotent.
+package shm

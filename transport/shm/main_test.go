@@ -1,0 +1,167 @@
+package shm
+
+import (
+	"bufio"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ucgo/ucgo/uct"
+)
+
+const roleEnv = "UCGO_SHM_CHILD"
+
+// AM ids used between test processes.
+const (
+	amEcho  = 1 // child echoes the message back on amEcho
+	amCount = 3 // child counts; header with top bit set asks for one reply
+	amQuit  = 4
+)
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(roleEnv); role != "" {
+		if err := runChild(role); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// runChild: open an iface and 1 MiB of Alloc memory, print "addr rkey
+// memaddr", read the parent's address, connect and serve AMs until amQuit.
+func runChild(role string) error {
+	if role == "pinned" {
+		var set unix.CPUSet
+		set.Set(runtime.NumCPU() - 1)
+		runtime.LockOSThread()
+		unix.SchedSetaffinity(0, &set)
+	}
+	md := must(New().OpenMD(uct.MDParams{}))
+	it := must(md.OpenIface(uct.IfaceParams{}))
+	mem := must(md.Alloc(1<<20, uct.AccessAll))
+	reg := must(md.Register(make([]byte, 1<<20), uct.AccessAll))
+	fmt.Printf("%x %x %d %x %d\n", it.Address(), mem.PackRKey(), mem.Address(), reg.PackRKey(), reg.Address())
+	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	peer, err := hex.DecodeString(strings.TrimSpace(line))
+	if err != nil {
+		return err
+	}
+	ep, err := it.Connect(peer, uct.EPParams{})
+	if err != nil {
+		return err
+	}
+	quit := false
+	count := uint64(0)
+	reply := func(data []byte) {
+		for {
+			_, err := ep.AMBcopy(amEcho, data, nil)
+			if err == nil {
+				return
+			}
+			if err != uct.ErrNoResource {
+				panic(err)
+			}
+			runtime.Gosched()
+		}
+	}
+	it.SetAMHandler(amEcho, func(_ any, data []byte, _ uct.AMFlags) { reply(data) }, nil)
+	it.SetAMHandler(amCount, func(_ any, data []byte, _ uct.AMFlags) {
+		count++
+		if data[7]&0x80 != 0 {
+			reply(data[:8])
+		}
+	}, nil)
+	it.SetAMHandler(amQuit, func(any, []byte, uct.AMFlags) { quit = true }, nil)
+	for !quit {
+		if it.Progress() == 0 {
+			if role == "sleepy" {
+				if it.Arm() == nil {
+					it.Wait(timeoutCtx(time.Second))
+				}
+			}
+		}
+	}
+	return multierrClose(ep, it, mem, reg, md)
+}
+
+func multierrClose(cs ...interface{ Close() error }) error {
+	var first error
+	for _, c := range cs {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// child is a re-executed test binary serving AMs.
+type child struct {
+	cmd               *exec.Cmd
+	addr, rkey, rkeyR []byte
+	memAddr, regAddr  uint64
+	stdin             *os.File
+}
+
+func startChild(t testing.TB, role string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), roleEnv+"="+role)
+	cmd.Stderr = os.Stderr
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdin = inR
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inR.Close()
+	c := &child{cmd: cmd, stdin: inW}
+	t.Cleanup(func() {
+		inW.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	var a, k, kr string
+	if _, err := fmt.Fscan(bufio.NewReader(out), &a, &k, &c.memAddr, &kr, &c.regAddr); err != nil {
+		t.Fatalf("reading child address: %v", err)
+	}
+	c.addr, _ = hex.DecodeString(a)
+	c.rkey, _ = hex.DecodeString(k)
+	c.rkeyR, _ = hex.DecodeString(kr)
+	return c
+}
+
+// connect sends our address to the child and connects to it.
+func (c *child) connect(t testing.TB, it uct.Iface) uct.Endpoint {
+	t.Helper()
+	fmt.Fprintf(c.stdin, "%x\n", it.Address())
+	ep, err := it.Connect(c.addr, uct.EPParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep
+}

@@ -1,0 +1,180 @@
+package shm
+
+import (
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+func u64at(b []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])) }
+func u32at(b []byte, off int) *uint32 { return (*uint32)(unsafe.Pointer(&b[off])) }
+
+// ring is a view of a segment's receive FIFO (Vyukov bounded queue: every
+// cell's sequence word says whose turn it is).
+type ring struct {
+	seg   []byte
+	cells int
+	mask  uint64
+	tail  *uint64
+	futex *uint32
+	wait  *uint32
+}
+
+func newRing(seg []byte, cells int) ring {
+	r := ring{seg: seg, cells: cells, mask: uint64(cells - 1)}
+	r.tail = u64at(seg, hdrTail)
+	r.futex = u32at(seg, hdrFutex)
+	r.wait = u32at(seg, hdrWaiting)
+	return r
+}
+
+func (r *ring) cell(i uint64) []byte {
+	off := hdrSize + int(i&r.mask)*cellSize
+	return r.seg[off : off+cellSize : off+cellSize]
+}
+
+func (r *ring) buf(i uint64) []byte {
+	off := hdrSize + r.cells*cellSize + int(i&r.mask)*bufSize
+	return r.seg[off : off+bufSize : off+bufSize]
+}
+
+// initCells sets each cell's sequence to its index (free for round 0).
+func (r *ring) initCells() {
+	for i := 0; i < r.cells; i++ {
+		atomic.StoreUint64(u64at(r.cell(uint64(i)), 0), uint64(i))
+	}
+}
+
+// reserve claims the next free cell; false if the ring is full.
+func (r *ring) reserve() (uint64, bool) {
+	for {
+		t := atomic.LoadUint64(r.tail)
+		seq := atomic.LoadUint64(u64at(r.cell(t), 0))
+		switch {
+		case seq == t:
+			if atomic.CompareAndSwapUint64(r.tail, t, t+1) {
+				return t, true
+			}
+		case seq < t:
+			return 0, false
+		}
+	}
+}
+
+// hasRoom reports whether a reserve would succeed now.
+func (r *ring) hasRoom() bool {
+	t := atomic.LoadUint64(r.tail)
+	return atomic.LoadUint64(u64at(r.cell(t), 0)) >= t
+}
+
+// publish makes cell t visible to the consumer and wakes it if it sleeps.
+func (r *ring) publish(t uint64) {
+	atomic.StoreUint64(u64at(r.cell(t), 0), t+1)
+	if atomic.LoadUint32(r.wait) != 0 {
+		r.wake()
+	}
+}
+
+func (r *ring) wake() {
+	atomic.AddUint32(r.futex, 1)
+	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(r.futex)), futexWake, 1<<30, 0, 0, 0)
+}
+
+// ready reports whether the cell at head is published.
+func (r *ring) ready(head uint64) bool {
+	return atomic.LoadUint64(u64at(r.cell(head), 0)) == head+1
+}
+
+// release frees cell head for the producers' next round.
+func (r *ring) release(head uint64) {
+	atomic.StoreUint64(u64at(r.cell(head), 0), head+uint64(r.cells))
+}
+
+// sleep blocks on the futex while its value is val, at most d.
+func (r *ring) sleep(val uint32, d time.Duration) {
+	ts := unix.NsecToTimespec(d.Nanoseconds())
+	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(r.futex)), futexWait, uintptr(val), uintptr(unsafe.Pointer(&ts)), 0, 0)
+}
+
+// atomicOp applies op on the 4- or 8-byte word at b[0:].
+func atomicOp(b []byte, size int, op int, value, compare uint64) uint64 {
+	if size == 4 {
+		p := u32at(b, 0)
+		v, c := uint32(value), uint32(compare)
+		switch op {
+		case opAdd:
+			return uint64(atomic.AddUint32(p, v) - v)
+		case opAnd:
+			return uint64(atomic.AndUint32(p, v))
+		case opOr:
+			return uint64(atomic.OrUint32(p, v))
+		case opSwap:
+			return uint64(atomic.SwapUint32(p, v))
+		case opCSwap:
+			for {
+				o := atomic.LoadUint32(p)
+				if o != c || atomic.CompareAndSwapUint32(p, o, v) {
+					return uint64(o)
+				}
+			}
+		default: // xor
+			for {
+				o := atomic.LoadUint32(p)
+				if atomic.CompareAndSwapUint32(p, o, o^v) {
+					return uint64(o)
+				}
+			}
+		}
+	}
+	p := u64at(b, 0)
+	switch op {
+	case opAdd:
+		return atomic.AddUint64(p, value) - value
+	case opAnd:
+		return atomic.AndUint64(p, value)
+	case opOr:
+		return atomic.OrUint64(p, value)
+	case opSwap:
+		return atomic.SwapUint64(p, value)
+	case opCSwap:
+		for {
+			o := atomic.LoadUint64(p)
+			if o != compare || atomic.CompareAndSwapUint64(p, o, value) {
+				return o
+			}
+		}
+	default:
+		for {
+			o := atomic.LoadUint64(p)
+			if atomic.CompareAndSwapUint64(p, o, o^value) {
+				return o
+			}
+		}
+	}
+}
+
+func sliceAddr(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
+
+func iovecs(bufs [][]byte) []unix.Iovec {
+	v := make([]unix.Iovec, 0, len(bufs))
+	for _, b := range bufs {
+		if len(b) == 0 {
+			continue
+		}
+		var iv unix.Iovec
+		iv.Base = &b[0]
+		iv.SetLen(len(b))
+		v = append(v, iv)
+	}
+	return v
+}
+
+const (
+	futexWait = 0 // FUTEX_WAIT, not private: the word is in a shared mapping
+	futexWake = 1
+)
+
+func loadU32(b []byte, off int) uint32     { return atomic.LoadUint32(u32at(b, off)) }
+func storeU32(b []byte, off int, v uint32) { atomic.StoreUint32(u32at(b, off), v) }

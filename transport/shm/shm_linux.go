@@ -1,0 +1,1014 @@
+package shm
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/multierr"
+	"golang.org/x/sys/unix"
+
+	"github.com/ucgo/ucgo/uct"
+)
+
+const transportName = "shm"
+
+const (
+	opAdd = iota
+	opAnd
+	opOr
+	opXor
+	opSwap
+	opCSwap
+)
+
+// Component is the shm transport.
+type Component struct{}
+
+// New returns the shm component.
+func New() *Component { return &Component{} }
+
+// Name returns "shm".
+func (*Component) Name() string { return transportName }
+
+// Devices returns the one device, "memory".
+func (*Component) Devices() ([]uct.DeviceInfo, error) {
+	return []uct.DeviceInfo{{Name: "memory", Kind: "shm"}}, nil
+}
+
+// OpenMD opens a memory domain.
+func (*Component) OpenMD(uct.MDParams) (uct.MD, error) {
+	st, err := procStartTime(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	fd, tab, err := memfdMap("ucgo-shm-keys", keySlots*4)
+	if err != nil {
+		return nil, err
+	}
+	return &MD{pid: os.Getpid(), start: st, keyFD: fd, keys: tab}, nil
+}
+
+// keySlots is the number of memory keys an MD can have live at once.
+const keySlots = 1 << 16
+
+// MD is the shm memory domain. It owns a key table (a memfd of keySlots
+// 32-bit generation words) that peers map to check that a key's memory is
+// still registered: Close of a Mem clears its slot.
+type MD struct {
+	pid   int
+	start uint64
+	keyFD int
+	keys  []byte
+
+	mu     sync.Mutex
+	free   []int
+	next   int
+	gen    uint32
+	closed bool
+	once   sync.Once
+	cerr   error
+}
+
+func (m *MD) allocSlot() (int, uint32, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return 0, 0, uct.ErrClosed
+	}
+	var slot int
+	if n := len(m.free); n > 0 {
+		slot = m.free[n-1]
+		m.free = m.free[:n-1]
+	} else if m.next < keySlots {
+		slot = m.next
+		m.next++
+	} else {
+		return 0, 0, fmt.Errorf("shm: %d keys live: %w", keySlots, uct.ErrNoResource)
+	}
+	m.gen++
+	if m.gen == 0 {
+		m.gen = 1
+	}
+	storeU32(m.keys, slot*4, m.gen)
+	return slot, m.gen, nil
+}
+
+func (m *MD) freeSlot(slot int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	storeU32(m.keys, slot*4, 0)
+	m.free = append(m.free, slot)
+}
+
+// Attr describes the MD.
+func (m *MD) Attr() uct.MDAttr {
+	return uct.MDAttr{Component: transportName, CanRegister: true, CanAlloc: true, RKeySize: rkeyLen, MaxAlloc: 1 << 40, MaxReg: 1 << 40}
+}
+
+// Close frees the key table; keys of memory still open become invalid.
+// Ifaces and memory own their other resources.
+func (m *MD) Close() error {
+	m.once.Do(func() {
+		m.mu.Lock()
+		m.closed = true
+		m.mu.Unlock()
+		m.cerr = multierr.Combine(unix.Munmap(m.keys), unix.Close(m.keyFD))
+	})
+	return m.cerr
+}
+
+// mem is registered (fd < 0) or allocated memory.
+type mem struct {
+	md     *MD
+	buf    []byte
+	fd     int
+	access uct.Access
+	slot   int
+	gen    uint32
+	once   sync.Once
+	err    error
+}
+
+// Register makes buf reachable through process_vm_readv/writev.
+func (m *MD) Register(buf []byte, access uct.Access) (uct.Mem, error) {
+	if len(buf) == 0 {
+		return nil, fmt.Errorf("shm register: empty buffer: %w", uct.ErrInvalidParam)
+	}
+	slot, gen, err := m.allocSlot()
+	if err != nil {
+		return nil, err
+	}
+	return &mem{md: m, buf: buf, fd: -1, access: access, slot: slot, gen: gen}, nil
+}
+
+// Alloc allocates a memfd mapping that peers map directly.
+func (m *MD) Alloc(size int, access uct.Access) (uct.Mem, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("shm alloc: size %d: %w", size, uct.ErrInvalidParam)
+	}
+	fd, b, err := memfdMap("ucgo-shm-mem", size)
+	if err != nil {
+		return nil, err
+	}
+	slot, gen, err := m.allocSlot()
+	if err != nil {
+		unix.Munmap(b)
+		unix.Close(fd)
+		return nil, err
+	}
+	return &mem{md: m, buf: b, fd: fd, access: access, slot: slot, gen: gen}, nil
+}
+
+func memfdMap(name string, size int) (int, []byte, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	if err != nil {
+		return -1, nil, fmt.Errorf("shm: memfd_create: %w: %w", uct.ErrNoMemory, err)
+	}
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("shm: ftruncate: %w: %w", uct.ErrNoMemory, err)
+	}
+	b, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("shm: mmap: %w: %w", uct.ErrNoMemory, err)
+	}
+	return fd, b, nil
+}
+
+func (x *mem) Bytes() []byte   { return x.buf }
+func (x *mem) Address() uint64 { return sliceAddr(x.buf) }
+
+const rkeyLen = 52
+
+// PackRKey packs kind, pid, start time, fd, address and length.
+func (x *mem) PackRKey() []byte {
+	b := make([]byte, rkeyLen)
+	binary.LittleEndian.PutUint32(b[0:], segMagic)
+	binary.LittleEndian.PutUint32(b[4:], uint32(x.md.pid))
+	binary.LittleEndian.PutUint64(b[8:], x.md.start)
+	binary.LittleEndian.PutUint32(b[16:], uint32(int32(x.fd)))
+	binary.LittleEndian.PutUint32(b[20:], uint32(x.access))
+	binary.LittleEndian.PutUint64(b[24:], x.Address())
+	binary.LittleEndian.PutUint64(b[32:], uint64(len(x.buf)))
+	binary.LittleEndian.PutUint32(b[40:], uint32(x.md.keyFD))
+	binary.LittleEndian.PutUint32(b[44:], uint32(x.slot))
+	binary.LittleEndian.PutUint32(b[48:], x.gen)
+	return b
+}
+
+func (x *mem) Close() error {
+	x.once.Do(func() {
+		x.md.freeSlot(x.slot)
+		if x.fd >= 0 {
+			x.err = multierr.Append(unix.Munmap(x.buf), unix.Close(x.fd))
+		}
+		x.buf = nil
+	})
+	return x.err
+}
+
+// RKey is an unpacked shm remote key. For allocated memory the peer's memfd
+// is mapped on first use and kept until Close.
+type RKey struct {
+	pid    int
+	start  uint64
+	fd     int
+	access uct.Access
+	base   uint64
+	length uint64
+	keyFD  int
+	slot   int
+	gen    uint32
+
+	mu     sync.Mutex
+	table  atomic.Pointer[[]byte]
+	mapped atomic.Pointer[[]byte]
+	closed bool
+}
+
+// UnpackRKey decodes a packed key.
+func (m *MD) UnpackRKey(b []byte) (uct.RKey, error) {
+	if len(b) != rkeyLen || binary.LittleEndian.Uint32(b) != segMagic {
+		return nil, fmt.Errorf("shm rkey: malformed (%d bytes): %w", len(b), uct.ErrInvalidParam)
+	}
+	k := &RKey{
+		pid:    int(binary.LittleEndian.Uint32(b[4:])),
+		start:  binary.LittleEndian.Uint64(b[8:]),
+		fd:     int(int32(binary.LittleEndian.Uint32(b[16:]))),
+		access: uct.Access(binary.LittleEndian.Uint32(b[20:])),
+		base:   binary.LittleEndian.Uint64(b[24:]),
+		length: binary.LittleEndian.Uint64(b[32:]),
+		keyFD:  int(binary.LittleEndian.Uint32(b[40:])),
+		slot:   int(binary.LittleEndian.Uint32(b[44:])),
+		gen:    binary.LittleEndian.Uint32(b[48:]),
+	}
+	if k.slot >= keySlots || k.gen == 0 || k.keyFD > 1<<20 || k.fd > 1<<20 {
+		return nil, fmt.Errorf("shm rkey: bad key slot: %w", uct.ErrInvalidParam)
+	}
+	if k.pid <= 0 || k.length == 0 || k.base+k.length < k.base {
+		return nil, fmt.Errorf("shm rkey: bad pid/range: %w", uct.ErrInvalidParam)
+	}
+	return k, nil
+}
+
+// Close unmaps the peer memory if it was mapped.
+func (k *RKey) Close() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.closed = true
+	var err error
+	if p := k.table.Swap(nil); p != nil {
+		err = unix.Munmap(*p)
+	}
+	if p := k.mapped.Swap(nil); p != nil {
+		err = multierr.Append(err, unix.Munmap(*p))
+	}
+	return err
+}
+
+// window returns the mapped bytes [raddr, raddr+n) for allocated memory,
+// nil for registered memory, or an error.
+func (k *RKey) window(raddr uint64, n int, need uct.Access) ([]byte, error) {
+	if k.access&need != need {
+		return nil, uct.ErrRemoteProtection
+	}
+	if raddr < k.base || raddr-k.base+uint64(n) > k.length {
+		return nil, uct.ErrRemoteProtection
+	}
+	t := k.table.Load()
+	if t == nil {
+		var err error
+		if t, err = k.mapPeer(); err != nil {
+			return nil, err
+		}
+	}
+	if loadU32(*t, k.slot*4) != k.gen {
+		return nil, fmt.Errorf("shm: remote memory was closed: %w", uct.ErrRemoteProtection)
+	}
+	if k.fd < 0 {
+		return nil, nil
+	}
+	p := k.mapped.Load()
+	off := raddr - k.base
+	return (*p)[off : off+uint64(n) : off+uint64(n)], nil
+}
+
+// mapPeer maps the peer MD's key table and, for allocated memory, the
+// memory itself; it returns the key table.
+func (k *RKey) mapPeer() (*[]byte, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if p := k.table.Load(); p != nil {
+		return p, nil
+	}
+	if k.closed {
+		return nil, uct.ErrClosed
+	}
+	if st, err := procStartTime(k.pid); err != nil || st != k.start {
+		return nil, fmt.Errorf("shm rkey: process %d gone: %w", k.pid, uct.ErrPeerFailed)
+	}
+	tab, err := mapProcFD(k.pid, k.keyFD, keySlots*4)
+	if err != nil {
+		return nil, err
+	}
+	if k.fd >= 0 {
+		b, err := mapProcFD(k.pid, k.fd, int(k.length))
+		if err != nil {
+			unix.Munmap(tab)
+			return nil, err
+		}
+		k.mapped.Store(&b)
+	}
+	k.table.Store(&tab)
+	return &tab, nil
+}
+
+func mapProcFD(pid, fd, size int) ([]byte, error) {
+	f, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(fd), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("shm rkey: open peer memory: %w: %w", uct.ErrRemoteProtection, err)
+	}
+	defer unix.Close(f)
+	var sb unix.Stat_t
+	if err := unix.Fstat(f, &sb); err != nil || sb.Size < int64(size) {
+		return nil, fmt.Errorf("shm rkey: peer fd %d is not the key's memory: %w", fd, uct.ErrRemoteProtection)
+	}
+	b, err := unix.Mmap(f, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("shm rkey: map peer memory: %w: %w", uct.ErrRemoteProtection, err)
+	}
+	return b, nil
+}
+
+type amEntry struct {
+	h   uct.AMHandler
+	arg any
+}
+
+// Iface is an shm iface: one segment with a receive FIFO.
+type Iface struct {
+	md      *MD
+	fd      int
+	seg     []byte
+	rx      ring
+	head    uint64
+	cookie  uint64
+	addr    []byte
+	handler [uct.MaxAMID + 1]amEntry
+
+	errh    uct.ErrorHandlerSlot
+	events  uct.EventQueue
+	notify  uct.Notifier
+	watch   uct.DeviceWatchers
+	woken   atomic.Uint32
+	mu      sync.Mutex
+	eps     map[*Endpoint]struct{}
+	closed  atomic.Bool
+	closeMu sync.Once
+	cerr    error
+}
+
+// OpenIface opens an iface with its own segment.
+func (m *MD) OpenIface(p uct.IfaceParams) (uct.Iface, error) {
+	if p.Device != "" && p.Device != "memory" {
+		return nil, fmt.Errorf("shm: no device %q: %w", p.Device, uct.ErrInvalidParam)
+	}
+	cells := defaultCells
+	if p.RxQueueLen > 0 {
+		for cells = 1; cells < p.RxQueueLen; cells <<= 1 {
+		}
+	}
+	fd, seg, err := memfdMap("ucgo-shm-iface", segLen(cells))
+	if err != nil {
+		return nil, err
+	}
+	var rb [8]byte
+	rand.Read(rb[:])
+	cookie := binary.LittleEndian.Uint64(rb[:])
+	encodeHeader(seg, segHeader{PID: m.pid, Cells: cells, StartTime: m.start, Cookie: cookie, CellSize: cellSize, BufSize: bufSize})
+	it := &Iface{md: m, fd: fd, seg: seg, cookie: cookie, eps: map[*Endpoint]struct{}{}}
+	it.rx = newRing(seg, cells)
+	it.rx.initCells()
+	it.addr = Address{PID: m.pid, FD: fd, StartTime: m.start, Cookie: cookie}.pack()
+	it.errh.Set(p.ErrorHandler, p.ErrorArg)
+	it.watch.Init("memory", uct.DeviceUp)
+	return it, nil
+}
+
+// Attr returns the iface's limits.
+func (it *Iface) Attr() uct.IfaceAttr {
+	return uct.IfaceAttr{
+		Transport: transportName, Device: "memory",
+		Cap: uct.CapAMShort | uct.CapAMBcopy | uct.CapAMZcopy | uct.CapPutShort | uct.CapPutBcopy | uct.CapPutZcopy |
+			uct.CapGetBcopy | uct.CapGetZcopy | uct.CapAtomic32 | uct.CapAtomic64 | uct.CapPending | uct.CapConnectToIface |
+			uct.CapErrHandlePeerFailure | uct.CapEventRecv | uct.CapCheckLiveness | uct.CapSharedMemory,
+		AMMaxShort: inlineMax - 8, AMMaxBcopy: bufSize, AMMaxZcopy: bufSize, AMMaxHeader: 64, AMMaxIOV: 16,
+		PutMaxShort: 4096, PutMaxBcopy: 1 << 20, PutMaxZcopy: 1 << 30, GetMaxBcopy: 1 << 20, GetMaxZcopy: 1 << 30,
+		AddressLen: addrLen, Latency: 200 * time.Nanosecond, Bandwidth: 6e9, Overhead: 20 * time.Nanosecond, Priority: 10,
+	}
+}
+
+// Address returns the packed address.
+func (it *Iface) Address() []byte { return append([]byte(nil), it.addr...) }
+
+// SetAMHandler installs h for id. Call it before traffic arrives.
+func (it *Iface) SetAMHandler(id uint8, h uct.AMHandler, arg any) error {
+	if id > uct.MaxAMID {
+		return fmt.Errorf("shm: AM id %d: %w", id, uct.ErrInvalidParam)
+	}
+	it.handler[id] = amEntry{h, arg}
+	return nil
+}
+
+// Progress delivers received AMs and dispatches pending requests.
+func (it *Iface) Progress() int {
+	if it.closed.Load() {
+		return 0
+	}
+	n := 0
+	for n < 64 && it.rx.ready(it.head) {
+		c := it.rx.cell(it.head)
+		ln := int(*u32at(c, 8))
+		id := c[12] & uct.MaxAMID
+		var data []byte
+		if ln <= inlineMax {
+			data = c[cellHdr : cellHdr+ln]
+		} else {
+			data = it.rx.buf(it.head)[:ln]
+		}
+		if e := it.handler[id]; e.h != nil {
+			e.h(e.arg, data, 0)
+		}
+		it.rx.release(it.head)
+		it.head++
+		n++
+	}
+	if n > 0 {
+		it.notify.Completed(n)
+	}
+	it.mu.Lock()
+	var pend []*Endpoint
+	for ep := range it.eps {
+		if len(ep.pending) > 0 {
+			pend = append(pend, ep)
+		}
+	}
+	it.mu.Unlock()
+	for _, ep := range pend {
+		n += ep.dispatchPending()
+	}
+	return n
+}
+
+// Arm returns ErrBusy if a message waits; else it announces that the
+// receiver is about to sleep so senders wake it.
+func (it *Iface) Arm() error {
+	atomic.StoreUint32(it.rx.wait, 1)
+	if it.rx.ready(it.head) || it.woken.Load() != 0 {
+		return uct.ErrBusy
+	}
+	return nil
+}
+
+// Wait sleeps on the segment's futex until a sender or Wake wakes it.
+func (it *Iface) Wait(ctx context.Context) error {
+	defer atomic.StoreUint32(it.rx.wait, 0)
+	for {
+		if it.woken.Swap(0) != 0 || it.rx.ready(it.head) {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		v := atomic.LoadUint32(it.rx.futex)
+		if it.woken.Load() != 0 || it.rx.ready(it.head) {
+			continue
+		}
+		it.rx.sleep(v, 50*time.Millisecond)
+	}
+}
+
+// Wake makes Wait return.
+func (it *Iface) Wake() {
+	it.woken.Store(1)
+	it.rx.wake()
+}
+
+// Notify is VipCQNotify on received messages.
+func (it *Iface) Notify(h func(arg any, err error), arg any) error { return it.notify.Notify(h, arg) }
+
+// Flush: every operation is complete when it returns.
+func (it *Iface) Flush(*uct.Completion) error { return nil }
+
+// Fence: operations are ordered already.
+func (it *Iface) Fence() error { return nil }
+
+// SetErrorHandler replaces the error handler.
+func (it *Iface) SetErrorHandler(h uct.ErrorHandler, arg any) { it.errh.Set(h, arg) }
+
+// Events is the async event queue.
+func (it *Iface) Events() *uct.EventQueue { return &it.events }
+
+// WatchDevice registers fn for status changes of "memory".
+func (it *Iface) WatchDevice(fn func(uct.DeviceStatusEvent)) (*uct.Watch, error) {
+	return it.watch.Register(fn)
+}
+
+// Close closes endpoints, cancels Notify handlers and frees the segment.
+func (it *Iface) Close() error {
+	it.closeMu.Do(func() {
+		it.closed.Store(true)
+		it.mu.Lock()
+		eps := make([]*Endpoint, 0, len(it.eps))
+		for ep := range it.eps {
+			eps = append(eps, ep)
+		}
+		it.mu.Unlock()
+		for _, ep := range eps {
+			it.cerr = multierr.Append(it.cerr, ep.Close())
+		}
+		storeU32(it.seg, hdrClosed, 1)
+		it.notify.Cancel()
+		it.events.Close()
+		it.cerr = multierr.Append(it.cerr, multierr.Append(unix.Munmap(it.seg), unix.Close(it.fd)))
+	})
+	return it.cerr
+}
+
+// Endpoint is a connection to a peer iface.
+type Endpoint struct {
+	it      *Iface
+	peer    Address
+	name    string
+	seg     []byte
+	tx      ring
+	pidfd   int
+	err     atomic.Pointer[error]
+	pending []uct.PendingRequest
+	pmu     sync.Mutex
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	cerr    error
+}
+
+// Connect attaches to the segment of the iface at addr.
+func (it *Iface) Connect(addr []byte, _ uct.EPParams) (uct.Endpoint, error) {
+	if it.closed.Load() {
+		return nil, uct.NewOpError(transportName, "connect", "", uct.ErrClosed, nil)
+	}
+	a, err := DecodeAddress(addr)
+	if err != nil {
+		return nil, uct.NewOpError(transportName, "connect", "", uct.ErrInvalidAddress, err)
+	}
+	name := fmt.Sprintf("pid %d fd %d", a.PID, a.FD)
+	fail := func(st uct.Status, err error) (uct.Endpoint, error) {
+		return nil, uct.NewOpError(transportName, "connect", name, st, err)
+	}
+	pidfd, err := unix.PidfdOpen(a.PID, 0)
+	if err != nil {
+		return fail(uct.ErrUnreachable, fmt.Errorf("process %d is not running: %w", a.PID, err))
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			unix.Close(pidfd)
+		}
+	}()
+	st, err := procStartTime(a.PID)
+	if err != nil {
+		return fail(uct.ErrUnreachable, err)
+	}
+	if st != a.StartTime {
+		return fail(uct.ErrUnreachable, fmt.Errorf("process %d started at %d, address is for %d (pid reused)", a.PID, st, a.StartTime))
+	}
+	fd, err := unix.Open("/proc/"+strconv.Itoa(a.PID)+"/fd/"+strconv.Itoa(a.FD), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fail(uct.ErrUnreachable, fmt.Errorf("open peer segment: %w", err))
+	}
+	defer unix.Close(fd)
+	var sb unix.Stat_t
+	if err := unix.Fstat(fd, &sb); err != nil || sb.Size < hdrSize {
+		return fail(uct.ErrInvalidAddress, fmt.Errorf("peer fd %d is no shm segment", a.FD))
+	}
+	seg, err := unix.Mmap(fd, 0, int(sb.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fail(uct.ErrUnreachable, fmt.Errorf("map peer segment: %w", err))
+	}
+	h, err := decodeHeader(seg, len(seg))
+	if err == nil && (h.PID != a.PID || h.StartTime != a.StartTime) {
+		err = fmt.Errorf("segment belongs to pid %d/%d, not %d/%d: %w", h.PID, h.StartTime, a.PID, a.StartTime, uct.ErrInvalidAddress)
+	}
+	if err == nil && h.Cookie != a.Cookie {
+		err = fmt.Errorf("segment cookie mismatch (stale address): %w", uct.ErrInvalidAddress)
+	}
+	if err != nil {
+		unix.Munmap(seg)
+		return fail(uct.ErrInvalidAddress, err)
+	}
+	ep := &Endpoint{it: it, peer: a, name: name, seg: seg, tx: newRing(seg, h.Cells), pidfd: pidfd,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	it.mu.Lock()
+	it.eps[ep] = struct{}{}
+	it.mu.Unlock()
+	ok = true
+	go ep.watchPeer()
+	return ep, nil
+}
+
+// watchPeer polls the pidfd (background, not on the hot path).
+func (ep *Endpoint) watchPeer() {
+	defer close(ep.done)
+	fds := []unix.PollFd{{Fd: int32(ep.pidfd), Events: unix.POLLIN}}
+	for {
+		select {
+		case <-ep.stop:
+			return
+		default:
+		}
+		n, err := unix.Poll(fds, 20)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return
+		}
+		if n > 0 && fds[0].Revents != 0 {
+			ep.peerFailed()
+			return
+		}
+	}
+}
+
+func (ep *Endpoint) peerFailed() {
+	err := error(uct.NewOpError(transportName, "peer", ep.name, uct.ErrPeerFailed, fmt.Errorf("process %d exited", ep.peer.PID)))
+	if !ep.err.CompareAndSwap(nil, &err) {
+		return
+	}
+	ep.it.events.Post(&uct.Event{Type: uct.EventPeerFailed, Object: "ep " + ep.name, Owner: ep, Endpoint: ep, Err: err})
+	ep.it.errh.Call(ep, err)
+}
+
+// peerClosed puts the endpoint in error state after the peer closed its iface.
+func (ep *Endpoint) peerClosed() {
+	err := error(uct.NewOpError(transportName, "peer", ep.name, uct.ErrConnectionReset, errors.New("peer iface closed")))
+	if !ep.err.CompareAndSwap(nil, &err) {
+		return
+	}
+	ep.it.events.Post(&uct.Event{Type: uct.EventEndpointError, Object: "ep " + ep.name, Owner: ep, Endpoint: ep, Err: err})
+	ep.it.errh.Call(ep, err)
+}
+
+func (ep *Endpoint) Iface() uct.Iface { return ep.it }
+func (ep *Endpoint) Peer() string     { return ep.name }
+
+// Err returns the endpoint's fatal error.
+func (ep *Endpoint) Err() error {
+	if p := ep.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (ep *Endpoint) check(op string) error {
+	if p := ep.err.Load(); p != nil {
+		return uct.NewOpError(transportName, op, ep.name, uct.StatusOf(*p), *p)
+	}
+	return nil
+}
+
+// noResource is the slow path of a full FIFO: a peer that closed its iface
+// never drains it.
+func (ep *Endpoint) noResource(op string) error {
+	if loadU32(ep.seg, hdrClosed) != 0 {
+		ep.peerClosed()
+		return ep.check(op)
+	}
+	return uct.ErrNoResource
+}
+
+func (ep *Endpoint) opErr(op string, st uct.Status, cause error) error {
+	return uct.NewOpError(transportName, op, ep.name, st, cause)
+}
+
+func (ep *Endpoint) send(op string, id uint8, parts ...[]byte) (int, error) {
+	if err := ep.check(op); err != nil {
+		return 0, err
+	}
+	if id > uct.MaxAMID {
+		return 0, ep.opErr(op, uct.ErrInvalidParam, nil)
+	}
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if n > bufSize {
+		return 0, ep.opErr(op, uct.ErrInvalidParam, fmt.Errorf("%d bytes > %d", n, bufSize))
+	}
+	t, ok := ep.tx.reserve()
+	if !ok {
+		return 0, ep.noResource(op)
+	}
+	c := ep.tx.cell(t)
+	var dst []byte
+	if n <= inlineMax {
+		dst = c[cellHdr:]
+	} else {
+		dst = ep.tx.buf(t)
+	}
+	off := 0
+	for _, p := range parts {
+		off += copy(dst[off:], p)
+	}
+	*u32at(c, 8) = uint32(n)
+	c[12] = id
+	ep.tx.publish(t)
+	return n, nil
+}
+
+// AMShort sends header and payload through the FIFO.
+func (ep *Endpoint) AMShort(id uint8, header uint64, payload []byte) error {
+	if len(payload) > inlineMax-8 {
+		return ep.opErr("am_short", uct.ErrInvalidParam, nil)
+	}
+	if err := ep.check("am_short"); err != nil {
+		return err
+	}
+	if id > uct.MaxAMID {
+		return ep.opErr("am_short", uct.ErrInvalidParam, nil)
+	}
+	t, ok := ep.tx.reserve()
+	if !ok {
+		return ep.noResource("am_short")
+	}
+	c := ep.tx.cell(t)
+	*u64at(c, cellHdr) = header
+	copy(c[cellHdr+8:], payload)
+	*u32at(c, 8) = uint32(8 + len(payload))
+	c[12] = id
+	ep.tx.publish(t)
+	return nil
+}
+
+// AMBcopy sends header and payload as one message.
+func (ep *Endpoint) AMBcopy(id uint8, header, payload []byte) (int, error) {
+	return ep.send("am_bcopy", id, header, payload)
+}
+
+// AMZcopy sends header and iov; the data is copied before it returns, so
+// it completes at once (nil) and comp is not invoked.
+func (ep *Endpoint) AMZcopy(id uint8, header []byte, iov [][]byte, comp *uct.Completion) error {
+	if len(header) > 64 || len(iov) > 16 {
+		return ep.opErr("am_zcopy", uct.ErrInvalidParam, nil)
+	}
+	parts := make([][]byte, 0, len(iov)+1)
+	parts = append(parts, header)
+	parts = append(parts, iov...)
+	_, err := ep.send("am_zcopy", id, parts...)
+	return err
+}
+
+func (ep *Endpoint) rkey(op string, rk uct.RKey) (*RKey, error) {
+	k, ok := rk.(*RKey)
+	if !ok || k == nil {
+		return nil, ep.opErr(op, uct.ErrInvalidParam, errors.New("not an shm rkey"))
+	}
+	if k.pid != ep.peer.PID {
+		return nil, ep.opErr(op, uct.ErrInvalidParam, fmt.Errorf("rkey is for pid %d", k.pid))
+	}
+	return k, nil
+}
+
+func total(iov [][]byte) int {
+	n := 0
+	for _, b := range iov {
+		n += len(b)
+	}
+	return n
+}
+
+func (ep *Endpoint) rma(op string, write bool, iov [][]byte, raddr uint64, rk uct.RKey) (int, error) {
+	if err := ep.check(op); err != nil {
+		return 0, err
+	}
+	k, err := ep.rkey(op, rk)
+	if err != nil {
+		return 0, err
+	}
+	n := total(iov)
+	need := uct.AccessRemoteRead
+	if write {
+		need = uct.AccessRemoteWrite
+	}
+	w, err := k.window(raddr, n, need)
+	if err != nil {
+		return 0, ep.opErr(op, uct.StatusOf(err), err)
+	}
+	if w != nil {
+		off := 0
+		for _, b := range iov {
+			if write {
+				off += copy(w[off:], b)
+			} else {
+				off += copy(b, w[off:])
+			}
+		}
+		return n, nil
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	local := iovecs(iov)
+	remote := []unix.RemoteIovec{{Base: uintptr(raddr), Len: n}}
+	var m int
+	if write {
+		m, err = unix.ProcessVMWritev(ep.peer.PID, local, remote, 0)
+	} else {
+		m, err = unix.ProcessVMReadv(ep.peer.PID, local, remote, 0)
+	}
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return 0, ep.opErr(op, uct.ErrPeerFailed, err)
+		}
+		return 0, ep.opErr(op, uct.ErrRemoteProtection, err)
+	}
+	if m != n {
+		return 0, ep.opErr(op, uct.ErrRemoteProtection, fmt.Errorf("short transfer %d of %d", m, n))
+	}
+	return n, nil
+}
+
+func (ep *Endpoint) PutShort(buf []byte, raddr uint64, rk uct.RKey) error {
+	_, err := ep.rma("put_short", true, [][]byte{buf}, raddr, rk)
+	return err
+}
+
+func (ep *Endpoint) PutBcopy(buf []byte, raddr uint64, rk uct.RKey) (int, error) {
+	return ep.rma("put_bcopy", true, [][]byte{buf}, raddr, rk)
+}
+
+// PutZcopy completes before it returns (nil).
+func (ep *Endpoint) PutZcopy(iov [][]byte, raddr uint64, rk uct.RKey, comp *uct.Completion) error {
+	_, err := ep.rma("put_zcopy", true, iov, raddr, rk)
+	return err
+}
+
+// GetBcopy completes before it returns (nil).
+func (ep *Endpoint) GetBcopy(dst []byte, raddr uint64, rk uct.RKey, comp *uct.Completion) error {
+	_, err := ep.rma("get_bcopy", false, [][]byte{dst}, raddr, rk)
+	return err
+}
+
+// GetZcopy completes before it returns (nil).
+func (ep *Endpoint) GetZcopy(iov [][]byte, raddr uint64, rk uct.RKey, comp *uct.Completion) error {
+	_, err := ep.rma("get_zcopy", false, iov, raddr, rk)
+	return err
+}
+
+func (ep *Endpoint) atomic(op string, aop uct.AtomicOp, size int, value, compare uint64, raddr uint64, rk uct.RKey) (uint64, error) {
+	if err := ep.check(op); err != nil {
+		return 0, err
+	}
+	if size != 4 && size != 8 || raddr%uint64(size) != 0 || aop < uct.AtomicAdd || aop > uct.AtomicCSwap {
+		return 0, ep.opErr(op, uct.ErrInvalidParam, nil)
+	}
+	k, err := ep.rkey(op, rk)
+	if err != nil {
+		return 0, err
+	}
+	w, err := k.window(raddr, size, uct.AccessRemoteAtomic)
+	if err != nil {
+		return 0, ep.opErr(op, uct.StatusOf(err), err)
+	}
+	if w == nil {
+		return 0, ep.opErr(op, uct.ErrUnsupported, errors.New("atomics need memory from MD.Alloc"))
+	}
+	return atomicOp(w, size, int(aop), value, compare), nil
+}
+
+// AtomicPost applies Add/And/Or/Xor on MD.Alloc memory.
+func (ep *Endpoint) AtomicPost(op uct.AtomicOp, size int, value uint64, raddr uint64, rk uct.RKey) error {
+	if op > uct.AtomicXor {
+		return ep.opErr("atomic_post", uct.ErrInvalidParam, nil)
+	}
+	_, err := ep.atomic("atomic_post", op, size, value, 0, raddr, rk)
+	return err
+}
+
+// AtomicFetch completes before it returns (nil) with the old value in *result.
+func (ep *Endpoint) AtomicFetch(op uct.AtomicOp, size int, value, compare uint64, result *uint64, raddr uint64, rk uct.RKey, comp *uct.Completion) error {
+	if result == nil {
+		return ep.opErr("atomic_fetch", uct.ErrInvalidParam, nil)
+	}
+	old, err := ep.atomic("atomic_fetch", op, size, value, compare, raddr, rk)
+	if err == nil {
+		*result = old
+	}
+	return err
+}
+
+// Flush: nothing is ever outstanding. With cancel, pending requests stay
+// with their owner (purge them with PendingPurge).
+func (ep *Endpoint) Flush(cancel bool, comp *uct.Completion) error { return ep.check("flush") }
+
+func (ep *Endpoint) Fence() error { return ep.check("fence") }
+
+// PendingAdd queues r; ErrBusy if the peer FIFO has room now.
+func (ep *Endpoint) PendingAdd(r uct.PendingRequest) error {
+	if err := ep.check("pending_add"); err != nil {
+		return err
+	}
+	ep.pmu.Lock()
+	defer ep.pmu.Unlock()
+	if len(ep.pending) == 0 && ep.tx.hasRoom() {
+		return uct.ErrBusy
+	}
+	ep.pending = append(ep.pending, r)
+	return nil
+}
+
+func (ep *Endpoint) dispatchPending() int {
+	n := 0
+	for {
+		ep.pmu.Lock()
+		if len(ep.pending) == 0 || !ep.tx.hasRoom() {
+			ep.pmu.Unlock()
+			return n
+		}
+		r := ep.pending[0]
+		ep.pmu.Unlock()
+		err := r.Dispatch()
+		if errors.Is(err, uct.ErrNoResource) {
+			return n
+		}
+		ep.pmu.Lock()
+		if len(ep.pending) > 0 && ep.pending[0] == r {
+			ep.pending = ep.pending[1:]
+		}
+		ep.pmu.Unlock()
+		n++
+	}
+}
+
+// PendingPurge removes every queued request.
+func (ep *Endpoint) PendingPurge(cb func(uct.PendingRequest)) {
+	ep.pmu.Lock()
+	p := ep.pending
+	ep.pending = nil
+	ep.pmu.Unlock()
+	for _, r := range p {
+		if cb != nil {
+			cb(r)
+		}
+	}
+}
+
+// CheckLiveness completes at once with nil or the peer's failure.
+func (ep *Endpoint) CheckLiveness(comp *uct.Completion) error {
+	if err := ep.check("check_liveness"); err != nil {
+		return err
+	}
+	if st, err := procStartTime(ep.peer.PID); err != nil || st != ep.peer.StartTime {
+		ep.peerFailed()
+		return ep.check("check_liveness")
+	}
+	if loadU32(ep.seg, hdrClosed) != 0 {
+		ep.peerClosed()
+		return ep.check("check_liveness")
+	}
+	return nil
+}
+
+// Close stops the watcher, waits (bounded) for acks of its events and
+// unmaps the peer segment.
+func (ep *Endpoint) Close() error {
+	ep.once.Do(func() {
+		cl := error(uct.NewOpError(transportName, "close", ep.name, uct.ErrClosed, nil))
+		ep.err.CompareAndSwap(nil, &cl)
+		close(ep.stop)
+		<-ep.done
+		ep.it.mu.Lock()
+		delete(ep.it.eps, ep)
+		ep.it.mu.Unlock()
+		ep.PendingPurge(nil)
+		err := ep.it.events.WaitAcks(ep, time.Second)
+		ep.cerr = multierr.Combine(err, unix.Munmap(ep.seg), unix.Close(ep.pidfd))
+	})
+	return ep.cerr
+}
+
+var (
+	_ uct.Component = (*Component)(nil)
+	_ uct.MD        = (*MD)(nil)
+	_ uct.Iface     = (*Iface)(nil)
+	_ uct.Endpoint  = (*Endpoint)(nil)
+)
