@@ -955,9 +955,49 @@ func testPeerClosed(t *testing.T, h *Harness) {
 	if err := h.EP.Err(); err != nil {
 		t.Fatalf("healthy endpoint has Err %v", err)
 	}
+	type handlerArg struct{ name string }
+	arg := &handlerArg{"peer-closed"}
+	var (
+		hmu   sync.Mutex
+		hargs []any
+		heps  []uct.Endpoint
+		herrs []error
+	)
+	h.P.A.SetErrorHandler(func(a any, ep uct.Endpoint, err error) {
+		hmu.Lock()
+		hargs, heps, herrs = append(hargs, a), append(heps, ep), append(herrs, err)
+		hmu.Unlock()
+	}, arg)
 	if err := h.P.B.Close(); err != nil {
 		t.Errorf("close B: %v", err)
 	}
+	defer func() {
+		// If the error handler was told, it got its own arg, this endpoint
+		// (or nil for an iface-wide error) and a non-nil error.
+		hmu.Lock()
+		defer hmu.Unlock()
+		for i := range hargs {
+			if hargs[i] != arg {
+				t.Errorf("error handler got arg %v, want the one given to SetErrorHandler", hargs[i])
+			}
+			if heps[i] != nil && heps[i] != h.EP {
+				t.Errorf("error handler got endpoint %v, want %v or nil", heps[i].Peer(), h.EP.Peer())
+			}
+			if herrs[i] == nil {
+				t.Error("error handler called with a nil error")
+			}
+		}
+		t.Logf("error handler called %d times", len(hargs))
+		// Events posted about the failure are acked so Close does not wait.
+		for {
+			ev, ok := h.P.A.Events().TryGet()
+			if !ok {
+				break
+			}
+			t.Logf("event: %v", ev)
+			ev.Ack()
+		}
+	}()
 	// Contract: after the peer iface is closed, CheckLiveness completes
 	// (synchronously or through its completion) with an endpoint-fatal
 	// error, the endpoint then reports that error in Err, and new
