@@ -56,6 +56,7 @@ func Run(t *testing.T, f Factory) {
 		{"Notify", testNotify},
 		{"ArmWaitWake", testArmWaitWake},
 		{"PeerClosed", testPeerClosed},
+		{"PeerClosedIsolation", func(t *testing.T, h *Harness) { testPeerClosedIsolation(t, h, f) }},
 		{"CloseInFlight/Iface", func(t *testing.T, h *Harness) { testCloseInFlight(t, h, false) }},
 		{"CloseInFlight/Endpoint", func(t *testing.T, h *Harness) { testCloseInFlight(t, h, true) }},
 		{"FlushCancel", testFlushCancel},
@@ -1381,5 +1382,81 @@ func testUseAfterClose(t *testing.T, h *Harness) {
 	}
 	if _, err := ep.AMBcopy(11, []byte{8}, nil); err == nil || errors.Is(err, uct.ErrNoResource) {
 		t.Errorf("AMBcopy after its iface closed: %v, want an error", err)
+	}
+}
+
+// testPeerClosedIsolation: when one peer fails, endpoints of the same iface
+// to other peers keep working.
+func testPeerClosedIsolation(t *testing.T, h *Harness, f Factory) {
+	h.NeedCap(uct.CapCheckLiveness|uct.CapAMBcopy, "liveness check and AM bcopy")
+	other := f(t)
+	t.Cleanup(func() {
+		_ = other.A.Close()
+		_ = other.B.Close()
+		if other.Cleanup != nil {
+			other.Cleanup()
+		}
+	})
+	ep2, err := h.P.A.Connect(other.B.Address(), uct.EPParams{Timeout: Timeout})
+	if err != nil {
+		t.Fatalf("connect A to a second peer: %v", err)
+	}
+	defer ep2.Close()
+	got := 0
+	if err := other.B.SetAMHandler(12, func(any, []byte, uct.AMFlags) { got++ }, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.P.A.SetErrorHandler(func(any, uct.Endpoint, error) {}, nil)
+	if err := h.P.B.Close(); err != nil {
+		t.Errorf("close B: %v", err)
+	}
+	if err := h.Do("CheckLiveness (peer closed)", func(c *uct.Completion) error { return h.EP.CheckLiveness(c) }); err == nil {
+		t.Fatal("CheckLiveness after the peer iface closed: nil, want an error")
+	}
+	until := func(what string, cond func() bool) {
+		deadline := time.Now().Add(Timeout)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not done after %v", what, Timeout)
+			}
+			h.P.A.Progress()
+			other.B.Progress()
+		}
+	}
+	if err := ep2.Err(); err != nil {
+		t.Fatalf("endpoint to the healthy peer is in error: %v", err)
+	}
+	for i := 0; i < 4; i++ {
+		deadline := time.Now().Add(Timeout)
+		for {
+			_, err := ep2.AMBcopy(12, []byte{byte(i)}, nil)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, uct.ErrNoResource) || time.Now().After(deadline) {
+				t.Fatalf("AMBcopy to the healthy peer: %v", err)
+			}
+			h.P.A.Progress()
+			other.B.Progress()
+		}
+	}
+	until("messages to the healthy peer", func() bool { return got == 4 })
+	lv := NewOp()
+	switch err := ep2.CheckLiveness(&lv.C); {
+	case err == nil:
+	case errors.Is(err, uct.ErrInProgress):
+		until("liveness of the healthy peer", lv.Done)
+		if lv.Err() != nil {
+			t.Errorf("CheckLiveness of the healthy peer: %v", lv.Err())
+		}
+	default:
+		t.Errorf("CheckLiveness of the healthy peer: %v", err)
+	}
+	for {
+		ev, ok := h.P.A.Events().TryGet()
+		if !ok {
+			break
+		}
+		ev.Ack()
 	}
 }
