@@ -368,16 +368,19 @@ type Iface struct {
 	addr    []byte
 	handler [uct.MaxAMID + 1]amEntry
 
-	errh    uct.ErrorHandlerSlot
-	events  uct.EventQueue
-	notify  uct.Notifier
-	watch   uct.DeviceWatchers
-	woken   atomic.Uint32
-	mu      sync.Mutex
-	eps     map[*Endpoint]struct{}
-	closed  atomic.Bool
-	closeMu sync.Once
-	cerr    error
+	errh   uct.ErrorHandlerSlot
+	events uct.EventQueue
+	notify uct.Notifier
+	watch  uct.DeviceWatchers
+	woken  atomic.Uint32
+	// pendingN counts requests queued on all endpoints, so Progress skips
+	// the endpoint scan (and its lock) when there are none.
+	pendingN atomic.Int64
+	mu       sync.Mutex
+	eps      map[*Endpoint]struct{}
+	closed   atomic.Bool
+	closeMu  sync.Once
+	cerr     error
 }
 
 // OpenIface opens an iface with its own segment.
@@ -457,6 +460,9 @@ func (it *Iface) Progress() int {
 	}
 	if n > 0 {
 		it.notify.Completed(n)
+	}
+	if it.pendingN.Load() == 0 {
+		return n
 	}
 	it.mu.Lock()
 	var pend []*Endpoint
@@ -933,6 +939,7 @@ func (ep *Endpoint) PendingAdd(r uct.PendingRequest) error {
 		return uct.ErrBusy
 	}
 	ep.pending = append(ep.pending, r)
+	ep.it.pendingN.Add(1)
 	return nil
 }
 
@@ -953,6 +960,7 @@ func (ep *Endpoint) dispatchPending() int {
 		ep.pmu.Lock()
 		if len(ep.pending) > 0 && ep.pending[0] == r {
 			ep.pending = ep.pending[1:]
+			ep.it.pendingN.Add(-1)
 		}
 		ep.pmu.Unlock()
 		n++
@@ -964,6 +972,7 @@ func (ep *Endpoint) PendingPurge(cb func(uct.PendingRequest)) {
 	ep.pmu.Lock()
 	p := ep.pending
 	ep.pending = nil
+	ep.it.pendingN.Add(-int64(len(p)))
 	ep.pmu.Unlock()
 	for _, r := range p {
 		if cb != nil {

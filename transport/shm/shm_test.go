@@ -187,19 +187,23 @@ func TestPeerKilled(t *testing.T) {
 	epO := other.connect(t, it)
 	echoes := 0
 	it.SetAMHandler(amEcho, func(any, []byte, uct.AMFlags) { echoes++ }, nil)
-	for i := 0; i < 100; i++ {
-		epV.AMShort(amEcho, uint64(i), nil)
-		epO.AMShort(amEcho, uint64(i), nil)
-		it.Progress()
-	}
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	// Traffic to both peers; the victim is killed in the middle of it.
 	var lastErr error
+	i := 0
 	progressUntil(t, it, "send to killed peer to fail", func() bool {
-		lastErr = epV.AMShort(amEcho, 0, nil)
+		i++
+		if i == 200 {
+			if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+		}
+		epO.AMShort(amEcho, uint64(i), nil)
+		lastErr = epV.AMShort(amEcho, uint64(i), nil)
 		return lastErr != nil && !errors.Is(lastErr, uct.ErrNoResource)
 	})
+	if i < 200 {
+		t.Fatalf("send to the victim failed before the kill: %v", lastErr)
+	}
 	var oe *uct.OpError
 	if !errors.As(lastErr, &oe) || !errors.Is(lastErr, uct.ErrPeerFailed) {
 		t.Fatalf("after SIGKILL: %v, want *uct.OpError wrapping ErrPeerFailed", lastErr)
