@@ -181,11 +181,22 @@ rc=$?
 sleep 1
 cat /tmp/pt.out
 echo "CASE-END perftest-write-bw rc=$rc"
+echo "CASE-BEGIN perftest-write-bw-client"
+n=0
+while :; do
+  timeout 8 ib_write_bw -d $RXEVM_DEV -x $RXEVM_GID_IDX -p 18518 -n 5 $RXEVM_PEER
+  rc=$?
+  [ $rc = 1 ] || break
+  n=$((n+1)); [ $n -ge 50 ] && break
+  sleep 0.3
+done
+echo "CASE-END perftest-write-bw-client rc=$rc"
 `
 	host := "set -o pipefail; " +
 		selfCmd("-x -a $RXEVM_HOST_IP -g 0 -q 0x33 -w 30s $RXEVM_VM_IP") + " | sed 's/^/vm-server-peer /' && echo HOST-CLIENT-OK; " +
 		selfCmd("-x -a $RXEVM_HOST_IP -g 0 -q 0x44 -p 18516") + " | sed 's/^/vm-client-peer /' && echo HOST-SERVER-OK; " +
-		fmt.Sprintf("%s=$RXEVM_VM_IP:18517 %q", perftestChildEnv, os.Args[0])
+		fmt.Sprintf("%s=$RXEVM_VM_IP:18517 %q; ", perftestChildEnv, os.Args[0]) +
+		fmt.Sprintf("%s=18518 %q", perftestServerChildEnv, os.Args[0])
 	out, err := runVM(t, harness, cache, 120, vm, host)
 	t.Logf("run.sh: %v\n%s", err, out)
 	if err != nil {
@@ -221,6 +232,35 @@ echo "CASE-END perftest-write-bw rc=$rc"
 		for _, v := range []string{"QPN 0x" + padHex(m[1], 6), "PSN 0x" + padHex(m[2], 6), "RKey 0x" + padHex(m[3], 8)} {
 			if !strings.Contains(ours, v) {
 				t.Errorf("our side saw %q, lacking %s", ours, v)
+			}
+		}
+	})
+
+	// ib_write_bw as client against our perftest server role: the VM must
+	// print our key as the remote address. It then writes into a QP that
+	// does not exist, gets no ACK and (retry_cnt 7 is infinite in rxe)
+	// never fails; timeout ends it.
+	t.Run("perftest-write-bw-client", func(t *testing.T) {
+		sec := vmSection(out, "perftest-write-bw-client")
+		if !strings.Contains(out, "PERFTEST-SERVER-OK") {
+			t.Error("our perftest server role did not complete")
+		}
+		for _, re := range []string{
+			`remote address: LID 0000 QPN 0x0066 PSN 0x171717 RKey 0x00beef VAddr 0x007f0000aa0000`,
+			`GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:77:00:01`,
+		} {
+			if !regexp.MustCompile(re).MatchString(sec) {
+				t.Errorf("ib_write_bw client output lacks %s", re)
+			}
+		}
+		m := regexp.MustCompile(`local address: LID 0000 QPN 0x([0-9a-f]+) PSN 0x([0-9a-f]+) RKey 0x([0-9a-f]+)`).FindStringSubmatch(sec)
+		if m == nil {
+			t.Fatal("no local address line from the ib_write_bw client")
+		}
+		ours := regexp.MustCompile(`\[host\] perftest server keys: remote .*`).FindString(out)
+		for _, v := range []string{"QPN 0x" + padHex(m[1], 6), "PSN 0x" + padHex(m[2], 6), "RKey 0x" + padHex(m[3], 8)} {
+			if !strings.Contains(ours, v) {
+				t.Errorf("our server saw %q, lacking %s", ours, v)
 			}
 		}
 	})

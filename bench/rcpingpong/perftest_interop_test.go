@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -75,7 +76,62 @@ func perftestWriteBWClient(addr, localIP string) error {
 	return nil
 }
 
+// perftestServerChildEnv selects the perftest server child role: its value
+// is the TCP port to listen on.
+const perftestServerChildEnv = "UCGO_PERFTEST_WRITE_BW_SERVER"
+
+// perftestWriteBWServer plays an ib_write_bw server's TCP side up to the
+// post-RTR barrier, advertising QPN 0x66 (no QP behind it), then returns.
+func perftestWriteBWServer(port, localIP string) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort(localIP, port))
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	ln.(*net.TCPListener).SetDeadline(time.Now().Add(50 * time.Second))
+	conn, err := ln.Accept()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(50 * time.Second))
+	s := &oobexch.PerftestSession{RW: conn}
+	var log strings.Builder
+	if err := s.ExchangeVersions("5.70"); err != nil {
+		return err
+	}
+	fmt.Fprintf(&log, "perftest server: peer version %q\n", s.RemoteVersion)
+	if _, _, err := s.SysData(4096, 64); err != nil {
+		return err
+	}
+	if _, err := s.MTU(3); err != nil {
+		return err
+	}
+	key := oobexch.PerftestKey{OutReads: 1, QPN: 0x66, PSN: 0x171717, RKey: 0xbeef, VAddr: 0x7f0000aa0000,
+		GID: oobexch.GIDFromAddr(netip.MustParseAddr(localIP))}
+	for _, step := range []string{"keys", "keys again", "post-RTR barrier"} {
+		rem, err := s.HandShake(key)
+		if err != nil {
+			return fmt.Errorf("%s: %w", step, err)
+		}
+		fmt.Fprintf(&log, "perftest server %s: remote %v\n", step, rem)
+	}
+	// Print once the VM is done printing, so that the console lines of
+	// both sides do not interleave.
+	time.Sleep(2 * time.Second)
+	fmt.Print(log.String())
+	fmt.Println("PERFTEST-SERVER-OK")
+	return nil
+}
+
 func init() {
+	if port := os.Getenv(perftestServerChildEnv); port != "" {
+		if err := perftestWriteBWServer(port, os.Getenv("RXEVM_HOST_IP")); err != nil {
+			fmt.Fprintln(os.Stderr, "perftest server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if addr := os.Getenv(perftestChildEnv); addr != "" {
 		if err := perftestWriteBWClient(addr, os.Getenv("RXEVM_HOST_IP")); err != nil {
 			fmt.Fprintln(os.Stderr, "perftest client:", err)
