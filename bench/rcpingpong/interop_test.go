@@ -114,7 +114,11 @@ func runVM(t *testing.T, harness, cache string, timeout int, vmScript, hostCmd s
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(timeout+60)*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(harness, "run.sh"), args...)
-	cmd.Env = append(os.Environ(), "RXEVM_CACHE="+cache)
+	// A netns and tap of our own, so that a run of the harness by someone
+	// else on this machine does not hold our lock.
+	id := os.Getpid() % 100000
+	cmd.Env = append(os.Environ(), "RXEVM_CACHE="+cache,
+		fmt.Sprintf("RXEVM_NETNS=ucgorxe%d", id), fmt.Sprintf("RXEVM_TAP=ucgotap%d", id))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
