@@ -20,7 +20,15 @@
 // *uct.OpError wrapping uct.ErrPeerFailed, calls the iface error handler
 // and posts uct.EventPeerFailed to the iface event queue.
 //
-// All operations complete before they return (nil), so Flush has nothing
-// outstanding. The package owns its segments, mappings and fds; Close on
-// each object is idempotent.
+// All operations complete before they return (nil) and never invoke their
+// Completion, so Flush has nothing outstanding and a dead peer has no
+// outstanding operations to fail. Install AM handlers before traffic
+// arrives (the handler table is not locked against a concurrent Progress).
+//
+// Known limitation: a sender killed between reserving a FIFO cell and
+// publishing it (a window of a few instructions) leaves that cell
+// unpublished, and the receiving iface stops delivering after it.
+//
+// The package owns its segments, mappings and fds; Close on each object is
+// idempotent.
 package shm
