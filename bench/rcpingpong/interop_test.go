@@ -185,6 +185,12 @@ rc=$?
 sleep 1
 cat /tmp/pt.out
 echo "CASE-END perftest-write-bw rc=$rc"
+echo "CASE-BEGIN perftest-read-bw"
+timeout 30 ib_read_bw -d $RXEVM_DEV -x $RXEVM_GID_IDX -p 18519 -s 65536 -n 5000 > /tmp/pr.out 2>&1
+rc=$?
+sleep 1
+cat /tmp/pr.out
+echo "CASE-END perftest-read-bw rc=$rc"
 echo "CASE-BEGIN perftest-write-bw-client"
 n=0
 while :; do
@@ -200,6 +206,7 @@ echo "CASE-END perftest-write-bw-client rc=$rc"
 		selfCmd("-x -a $RXEVM_HOST_IP -g 0 -q 0x33 -w 30s $RXEVM_VM_IP") + " | sed 's/^/vm-server-peer /' && echo HOST-CLIENT-OK; " +
 		selfCmd("-x -a $RXEVM_HOST_IP -g 0 -q 0x44 -p 18516") + " | sed 's/^/vm-client-peer /' && echo HOST-SERVER-OK; " +
 		fmt.Sprintf("%s=$RXEVM_VM_IP:18517 %q; ", perftestChildEnv, os.Args[0]) +
+		fmt.Sprintf("%s=$RXEVM_VM_IP:18519 %q | sed 's/^/read-bw /'; ", perftestChildEnv, os.Args[0]) +
 		fmt.Sprintf("%s=18518 %q", perftestServerChildEnv, os.Args[0])
 	out, err := runVM(t, harness, cache, 120, vm, host)
 	t.Logf("run.sh: %v\n%s", err, out)
@@ -207,38 +214,9 @@ echo "CASE-END perftest-write-bw-client rc=$rc"
 		t.Errorf("run.sh failed (126: a host-side command failed): %v", err)
 	}
 
-	t.Run("perftest-write-bw", func(t *testing.T) {
-		sec := vmSection(out, "perftest-write-bw")
-		for _, want := range []string{
-			"PERFTEST-CLIENT-OK",              // our side went through every step
-			"CASE-END perftest-write-bw rc=0", // ib_write_bw server exited 0
-		} {
-			if !strings.Contains(out, want) {
-				t.Errorf("missing %q", want)
-			}
-		}
-		// The VM printed our key and GID, and our bandwidth report.
-		for _, re := range []string{
-			`remote address: LID 0000 QPN 0x0055 PSN 0x424242 RKey 0x00abcd VAddr 0x007f1234560000`,
-			`GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:77:00:01`,
-			`\b65536\s+5000\s+1234\.50\s+1234\.50\s+0\.019753`,
-		} {
-			if !regexp.MustCompile(re).MatchString(sec) {
-				t.Errorf("ib_write_bw output lacks %s", re)
-			}
-		}
-		// We parsed the VM's key: its QPN and rkey as the VM printed them.
-		m := regexp.MustCompile(`local addres.*?QPN 0x([0-9a-f]+) PSN 0x([0-9a-f]+) RKey 0x([0-9a-f]+)`).FindStringSubmatch(strings.ReplaceAll(sec, "\n", " "))
-		if m == nil {
-			t.Fatal("no local address line from ib_write_bw")
-		}
-		ours := regexp.MustCompile(`\[host\] perftest keys: remote .*`).FindString(out)
-		for _, v := range []string{"QPN 0x" + padHex(m[1], 6), "PSN 0x" + padHex(m[2], 6), "RKey 0x" + padHex(m[3], 8)} {
-			if !strings.Contains(ours, v) {
-				t.Errorf("our side saw %q, lacking %s", ours, v)
-			}
-		}
-	})
+	for _, name := range []string{"perftest-write-bw", "perftest-read-bw"} {
+		t.Run(name, func(t *testing.T) { checkPerftestServer(t, out, name) })
+	}
 
 	// ib_write_bw as client against our perftest server role: the VM must
 	// print our key as the remote address. It then writes into a QP that
@@ -311,4 +289,43 @@ func padHex(h string, n int) string {
 		h = "0" + h
 	}
 	return h
+}
+
+// checkPerftestServer checks that a perftest bandwidth server in the VM ran
+// its whole TCP protocol with our client role and exited 0.
+func checkPerftestServer(t *testing.T, out, name string) {
+	sec := vmSection(out, name)
+	prefix := "[host] " // the write_bw client role's lines are not tagged
+	if name != "perftest-write-bw" {
+		prefix += strings.TrimPrefix(name, "perftest-") + " "
+	}
+	for _, want := range []string{
+		prefix + "PERFTEST-CLIENT-OK", // our side went through every step
+		"CASE-END " + name + " rc=0",  // the server exited 0
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	// The VM printed our key and GID, and our bandwidth report.
+	for _, re := range []string{
+		`remote address: LID 0000 QPN 0x0055 PSN 0x424242( OUT 0x01)? RKey 0x00abcd VAddr 0x007f1234560000`,
+		`GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:77:00:01`,
+		`\b65536\s+5000\s+1234\.50\s+1234\.50\s+0\.019753`,
+	} {
+		if !regexp.MustCompile(re).MatchString(sec) {
+			t.Errorf("%s output lacks %s", name, re)
+		}
+	}
+	// We parsed the VM's key: its QPN and rkey as the VM printed them.
+	m := regexp.MustCompile(`local addres.*?QPN 0x([0-9a-f]+) PSN 0x([0-9a-f]+)(?: OUT 0x[0-9a-f]+)? RKey 0x([0-9a-f]+)`).FindStringSubmatch(strings.ReplaceAll(sec, "\n", " "))
+	if m == nil {
+		t.Fatalf("no local address line from %s", name)
+	}
+	ours := regexp.MustCompile(regexp.QuoteMeta(prefix+"perftest keys: remote ") + `.*`).FindString(out)
+	for _, v := range []string{"QPN 0x" + padHex(m[1], 6), "PSN 0x" + padHex(m[2], 6), "RKey 0x" + padHex(m[3], 8)} {
+		if !strings.Contains(ours, v) {
+			t.Errorf("our side saw %q, lacking %s", ours, v)
+		}
+	}
 }
