@@ -14,6 +14,15 @@
 // -q and a random PSN): it checks the exchange against a real peer where no
 // queue pair is available.
 //
+// TestInteropExchangeRXE boots the rxe-vm harness (../shared/tools/rxe-vm
+// from the repository root, found by walking up) once and checks, against
+// rdma-core's ibv_rc_pingpong and perftest's ib_write_bw and ib_read_bw in
+// the VM, both roles of the rc_pingpong exchange and both roles of
+// perftest's handshake (internal/oobexch). It needs root; it skips with a
+// message when the harness or root is missing. RXEVM_CACHE names the
+// writable folder for the VM image (built there by build.sh when missing;
+// default: $XDG_CACHE_HOME/ucgo-rxevm).
+//
 // The RoCE data path needs the software RoCEv2 provider of
 // transport/rc/verbs; until it is wired in, only -x runs.
 package main
