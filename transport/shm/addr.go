@@ -72,10 +72,7 @@ const (
 	hdrClosed    = 136 // owner closed the iface
 	hdrSize      = 4096
 	cellSize     = 128
-	cellHdr      = 16 // seq u64, len u16, id u8, pad, writer pid u32
-	cellLen      = 8
-	cellID       = 10
-	cellPID      = 12
+	cellHdr      = 16
 	inlineMax    = cellSize - cellHdr
 	defaultCells = 256
 	bufSize      = 8192

@@ -25,11 +25,9 @@
 // outstanding operations to fail. Install AM handlers before traffic
 // arrives (the handler table is not locked against a concurrent Progress).
 //
-// A sender killed between reserving a FIFO cell and publishing it leaves the
-// cell unpublished; each reserved cell carries its writer's pid, and an idle
-// Progress (every 1024th empty poll) skips the head cell when that process
-// is gone, so the FIFO does not stall. A writer killed between the tail CAS
-// and the pid store (one instruction) still stalls it: a known limitation.
+// Known limitation: a sender killed between reserving a FIFO cell and
+// publishing it (a window of a few instructions) leaves that cell
+// unpublished, and the receiving iface stops delivering after it.
 //
 // The package owns its segments, mappings and fds; Close on each object is
 // idempotent.

@@ -1,7 +1,6 @@
 package shm
 
 import (
-	"os"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -10,7 +9,6 @@ import (
 )
 
 func u64at(b []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])) }
-func u16at(b []byte, off int) *uint16 { return (*uint16)(unsafe.Pointer(&b[off])) }
 func u32at(b []byte, off int) *uint32 { return (*uint32)(unsafe.Pointer(&b[off])) }
 
 // ring is a view of a segment's receive FIFO (Vyukov bounded queue: every
@@ -22,11 +20,10 @@ type ring struct {
 	tail  *uint64
 	futex *uint32
 	wait  *uint32
-	pid   uint32 // written into reserved cells so a dead writer's cell can be skipped
 }
 
 func newRing(seg []byte, cells int) ring {
-	r := ring{seg: seg, cells: cells, mask: uint64(cells - 1), pid: uint32(os.Getpid())}
+	r := ring{seg: seg, cells: cells, mask: uint64(cells - 1)}
 	r.tail = u64at(seg, hdrTail)
 	r.futex = u32at(seg, hdrFutex)
 	r.wait = u32at(seg, hdrWaiting)
@@ -58,7 +55,6 @@ func (r *ring) reserve() (uint64, bool) {
 		switch {
 		case seq == t:
 			if atomic.CompareAndSwapUint64(r.tail, t, t+1) {
-				atomic.StoreUint32(u32at(r.cell(t), cellPID), r.pid)
 				return t, true
 			}
 		case seq < t:
@@ -93,7 +89,6 @@ func (r *ring) ready(head uint64) bool {
 
 // release frees cell head for the producers' next round.
 func (r *ring) release(head uint64) {
-	atomic.StoreUint32(u32at(r.cell(head), cellPID), 0)
 	atomic.StoreUint64(u64at(r.cell(head), 0), head+uint64(r.cells))
 }
 

@@ -373,7 +373,6 @@ type Iface struct {
 	notify uct.Notifier
 	watch  uct.DeviceWatchers
 	woken  atomic.Uint32
-	idle   uint32 // empty polls, to look for a dead writer now and then
 	// pendingN counts requests queued on all endpoints, so Progress skips
 	// the endpoint scan (and its lock) when there are none.
 	pendingN atomic.Int64
@@ -444,8 +443,8 @@ func (it *Iface) Progress() int {
 	n := 0
 	for n < 64 && it.rx.ready(it.head) {
 		c := it.rx.cell(it.head)
-		ln := int(*u16at(c, cellLen))
-		id := c[cellID] & uct.MaxAMID
+		ln := int(*u32at(c, 8))
+		id := c[12] & uct.MaxAMID
 		var data []byte
 		if ln <= inlineMax {
 			data = c[cellHdr : cellHdr+ln]
@@ -461,8 +460,6 @@ func (it *Iface) Progress() int {
 	}
 	if n > 0 {
 		it.notify.Completed(n)
-	} else if it.idle++; it.idle&1023 == 0 {
-		n += it.skipDeadWriter()
 	}
 	if it.pendingN.Load() == 0 {
 		return n
@@ -479,21 +476,6 @@ func (it *Iface) Progress() int {
 		n += ep.dispatchPending()
 	}
 	return n
-}
-
-// skipDeadWriter frees the head cell if it was reserved by a process that
-// died before publishing it; otherwise the FIFO would stall there.
-func (it *Iface) skipDeadWriter() int {
-	if atomic.LoadUint64(it.rx.tail) <= it.head {
-		return 0
-	}
-	pid := loadU32(it.rx.cell(it.head), cellPID)
-	if pid == 0 || processAlive(int(pid)) {
-		return 0
-	}
-	it.rx.release(it.head)
-	it.head++
-	return 1
 }
 
 // Arm returns ErrBusy if a message waits; else it announces that the
@@ -753,8 +735,8 @@ func (ep *Endpoint) send(op string, id uint8, parts ...[]byte) (int, error) {
 	for _, p := range parts {
 		off += copy(dst[off:], p)
 	}
-	*u16at(c, cellLen) = uint16(n)
-	c[cellID] = id
+	*u32at(c, 8) = uint32(n)
+	c[12] = id
 	ep.tx.publish(t)
 	return n, nil
 }
@@ -777,8 +759,8 @@ func (ep *Endpoint) AMShort(id uint8, header uint64, payload []byte) error {
 	c := ep.tx.cell(t)
 	*u64at(c, cellHdr) = header
 	copy(c[cellHdr+8:], payload)
-	*u16at(c, cellLen) = uint16(8 + len(payload))
-	c[cellID] = id
+	*u32at(c, 8) = uint32(8 + len(payload))
+	c[12] = id
 	ep.tx.publish(t)
 	return nil
 }

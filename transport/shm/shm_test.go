@@ -354,30 +354,3 @@ func FuzzSegmentHeader(f *testing.F) {
 		}
 	})
 }
-
-// A writer that died between reserving a cell and publishing it must not
-// stall the FIFO for everyone else.
-func TestDeadWriterCell(t *testing.T) {
-	_, it := openIface(t)
-	_, peer := openIface(t)
-	ep, err := peer.Connect(it.Address(), uct.EPParams{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := &ep.(*Endpoint).tx
-	slot, ok := tx.reserve()
-	if !ok {
-		t.Fatal("reserve on an empty FIFO failed")
-	}
-	storeU32(tx.cell(slot), cellPID, uint32(deadPID(t)))
-	got := 0
-	it.SetAMHandler(2, func(_ any, d []byte, _ uct.AMFlags) {
-		if binary.LittleEndian.Uint64(d) == 77 {
-			got++
-		}
-	}, nil)
-	if err := ep.AMShort(2, 77, nil); err != nil {
-		t.Fatal(err)
-	}
-	progressUntil(t, it, "message behind the dead writer's cell", func() bool { return got == 1 })
-}
