@@ -190,6 +190,13 @@ type PendingRequest interface {
 	Dispatch() error
 }
 
+// PendingCanceler is implemented by pending requests that can be told they
+// will never be dispatched (their device was disabled, their endpoint
+// closed). CancelPending is called once, instead of Dispatch.
+type PendingCanceler interface {
+	CancelPending(err error)
+}
+
 // Iface is an open transport interface on one device.
 type Iface interface {
 	Attr() IfaceAttr

@@ -379,6 +379,9 @@ type Iface struct {
 	mu       sync.Mutex
 	eps      map[*Endpoint]struct{}
 	closed   atomic.Bool
+	// disabled holds the *error new operations fail with while the
+	// device is down or disabled.
+	disabled atomic.Pointer[error]
 	closeMu  sync.Once
 	cerr     error
 }
@@ -553,6 +556,59 @@ func (it *Iface) Close() error {
 	return it.cerr
 }
 
+// SetDeviceStatus is the administrative switch of the iface's "memory"
+// device, with NetworkDirect's adapter-status semantics. DeviceDown or
+// DeviceRDMADisabled: every endpoint enters its error state with
+// ErrLocalNICFailed (new operations fail fast with it), queued pending
+// requests are released (a uct.PendingCanceler is told ErrCanceled), peer
+// watchers stop, new connections are refused, an EventPortError or
+// EventDeviceFatal event is posted, and the device is marked with the new
+// status for its watchers. DeviceUp allows new connections again; endpoints
+// that failed stay failed (reconnect). The segment itself is released by
+// Close.
+func (it *Iface) SetDeviceStatus(s uct.DeviceStatus) error {
+	if it.closed.Load() {
+		return uct.NewOpError(transportName, "set_device_status", "", uct.ErrClosed, nil)
+	}
+	switch s {
+	case uct.DeviceUp:
+		it.disabled.Store(nil)
+		it.watch.Set(s)
+		return nil
+	case uct.DeviceDown, uct.DeviceRDMADisabled:
+	default:
+		return uct.NewOpError(transportName, "set_device_status", "", uct.ErrInvalidParam, fmt.Errorf("status %v", s))
+	}
+	cause := fmt.Errorf("device memory is %v", s)
+	if !it.disabled.CompareAndSwap(nil, &cause) {
+		it.watch.Set(s)
+		return nil
+	}
+	it.mu.Lock()
+	eps := make([]*Endpoint, 0, len(it.eps))
+	for ep := range it.eps {
+		eps = append(eps, ep)
+	}
+	it.mu.Unlock()
+	for _, ep := range eps {
+		err := error(uct.NewOpError(transportName, "device", ep.name, uct.ErrLocalNICFailed, cause))
+		ep.err.CompareAndSwap(nil, &err)
+		ep.stopWatch()
+		ep.PendingPurge(func(r uct.PendingRequest) {
+			if c, ok := r.(uct.PendingCanceler); ok {
+				c.CancelPending(uct.ErrCanceled)
+			}
+		})
+	}
+	typ := uct.EventPortError
+	if s == uct.DeviceRDMADisabled {
+		typ = uct.EventDeviceFatal
+	}
+	it.events.Post(&uct.Event{Type: typ, Object: "device memory", Owner: it, Err: uct.NewOpError(transportName, "device", "", uct.ErrLocalNICFailed, cause)})
+	it.watch.Set(s)
+	return nil
+}
+
 // Endpoint is a connection to a peer iface.
 type Endpoint struct {
 	it      *Iface
@@ -566,6 +622,7 @@ type Endpoint struct {
 	pmu     sync.Mutex
 	stop    chan struct{}
 	done    chan struct{}
+	stopped sync.Once
 	once    sync.Once
 	cerr    error
 }
@@ -574,6 +631,9 @@ type Endpoint struct {
 func (it *Iface) Connect(addr []byte, _ uct.EPParams) (uct.Endpoint, error) {
 	if it.closed.Load() {
 		return nil, uct.NewOpError(transportName, "connect", "", uct.ErrClosed, nil)
+	}
+	if p := it.disabled.Load(); p != nil {
+		return nil, uct.NewOpError(transportName, "connect", "", uct.ErrLocalNICFailed, *p)
 	}
 	a, err := DecodeAddress(addr)
 	if err != nil {
@@ -635,8 +695,16 @@ func (it *Iface) Connect(addr []byte, _ uct.EPParams) (uct.Endpoint, error) {
 }
 
 // watchPeer polls the pidfd (background, not on the hot path).
+// It signals done before reporting a failure, so that the error handler
+// may close the endpoint.
 func (ep *Endpoint) watchPeer() {
-	defer close(ep.done)
+	failed := false
+	defer func() {
+		close(ep.done)
+		if failed {
+			ep.peerFailed()
+		}
+	}()
 	fds := []unix.PollFd{{Fd: int32(ep.pidfd), Events: unix.POLLIN}}
 	for {
 		select {
@@ -649,7 +717,7 @@ func (ep *Endpoint) watchPeer() {
 			return
 		}
 		if n > 0 && fds[0].Revents != 0 {
-			ep.peerFailed()
+			failed = true
 			return
 		}
 	}
@@ -997,14 +1065,19 @@ func (ep *Endpoint) CheckLiveness(comp *uct.Completion) error {
 	return nil
 }
 
+// stopWatch stops the peer watcher and waits for it; idempotent.
+func (ep *Endpoint) stopWatch() {
+	ep.stopped.Do(func() { close(ep.stop) })
+	<-ep.done
+}
+
 // Close stops the watcher, waits (bounded) for acks of its events and
 // unmaps the peer segment.
 func (ep *Endpoint) Close() error {
 	ep.once.Do(func() {
 		cl := error(uct.NewOpError(transportName, "close", ep.name, uct.ErrClosed, nil))
 		ep.err.CompareAndSwap(nil, &cl)
-		close(ep.stop)
-		<-ep.done
+		ep.stopWatch()
 		ep.it.mu.Lock()
 		delete(ep.it.eps, ep)
 		ep.it.mu.Unlock()
