@@ -9,7 +9,7 @@ import (
 
 const (
 	segMagic   = 0x48534355 // "UCSH"
-	segVersion = 1
+	segVersion = 2
 	addrLen    = 32
 )
 

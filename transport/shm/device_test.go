@@ -146,3 +146,43 @@ func TestCloseInErrorHandler(t *testing.T) {
 		t.Fatalf("second close: %v", err)
 	}
 }
+
+// A sender SIGKILLed between claiming a FIFO cell and publishing it must
+// not stop the receiver: messages from other peers behind that cell still
+// arrive, and the dead writer's cell is not delivered.
+func TestWriterKilledMidCell(t *testing.T) {
+	_, it := openIface(t)
+	self := it.(*Iface)
+	var got [][]byte
+	it.SetAMHandler(amEcho, func(_ any, data []byte, _ uct.AMFlags) {
+		got = append(got, append([]byte(nil), data...))
+	}, nil)
+	it.SetErrorHandler(func(any, uct.Endpoint, error) {}, nil)
+	other := startChild(t, "echo")
+	epO := other.connect(t, it)
+	hang := startChild(t, "claimhang")
+	hang.connect(t, it)
+
+	deadline := time.Now().Add(10 * time.Second)
+	for self.rx.stuckOwner(self.head) != hang.cmd.Process.Pid {
+		if time.Now().After(deadline) {
+			t.Fatal("the child never claimed our head cell")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := hang.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	sendRetry(t, it, func() error { return epO.AMShort(amEcho, 42, []byte("behind")) })
+	progressUntil(t, it, "a message behind the dead writer's cell", func() bool { return len(got) > 0 })
+	if len(got) != 1 || string(got[0][8:]) != "behind" || got[0][0] != 42 {
+		t.Fatalf("delivered %q, want exactly the other peer's message", got)
+	}
+	if self.rx.stuckOwner(self.head) != 0 {
+		t.Fatal("head still stuck")
+	}
+	epO.AMShort(amQuit, 0, nil)
+	if err := other.cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}

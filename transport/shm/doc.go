@@ -25,9 +25,17 @@
 // outstanding operations to fail. Install AM handlers before traffic
 // arrives (the handler table is not locked against a concurrent Progress).
 //
-// Known limitation: a sender killed between reserving a FIFO cell and
-// publishing it (a window of a few instructions) leaves that cell
-// unpublished, and the receiving iface stops delivering after it.
+// A sender claims a cell by writing its pid and the round into the cell's
+// sequence word before it moves the tail (other senders help the tail past
+// a claimed cell), so the tail never passes a cell without a known writer.
+// A sender SIGKILLed between claiming and publishing leaves its pid behind;
+// when the head cell stays claimed for 100 ms, the receiver checks that
+// process with a pidfd and skips the cell if it is gone. The check runs on
+// the slow path (every 1024 empty polls), never per message.
+//
+// SetDeviceStatus is the administrative switch of the "memory" device:
+// disabling it fails every endpoint with uct.ErrLocalNICFailed, hands
+// queued pending requests their cancellation and refuses new connections.
 //
 // The package owns its segments, mappings and fds; Close on each object is
 // idempotent.

@@ -69,6 +69,15 @@ func runChild(role string) error {
 	if err != nil {
 		return err
 	}
+	if role == "claimhang" {
+		// Claim a cell in the parent's FIFO and never publish it: the
+		// parent kills us "while we write".
+		e := ep.(*Endpoint)
+		if _, ok := e.tx.reserve(e.it.me); !ok {
+			return fmt.Errorf("parent FIFO full")
+		}
+		time.Sleep(time.Hour)
+	}
 	quit := false
 	count := uint64(0)
 	reply := func(data []byte) {

@@ -2,9 +2,12 @@ package shm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ucgo/ucgo/uct"
 )
@@ -31,4 +34,16 @@ func parseStat(b []byte) (uint64, error) {
 		return 0, fmt.Errorf("shm: short /proc stat: %w", uct.ErrInvalidParam)
 	}
 	return strconv.ParseUint(string(f[19]), 10, 64)
+}
+
+// processAlive reports whether pid is running (a zombie counts as dead).
+func processAlive(pid int) bool {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return !errors.Is(err, unix.ESRCH)
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err != nil || n == 0
 }

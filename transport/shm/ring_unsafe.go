@@ -47,18 +47,44 @@ func (r *ring) initCells() {
 	}
 }
 
-// reserve claims the next free cell; false if the ring is full.
-func (r *ring) reserve() (uint64, bool) {
+// A cell's sequence word says whose turn it is: t (free for round t),
+// claimed(t, pid) (reserved in round t by pid, being written) or t+1
+// (published). Claiming the cell before moving the tail, and helping the
+// tail past a claimed cell, means the tail never passes a cell whose
+// writer is unknown: a writer killed while writing leaves its pid behind,
+// and the receiver can skip the cell once that process is gone.
+const claimBit = 1 << 63
+
+func claimTag(t uint64) uint64 { return claimBit | (t&0x7fffffff)<<32 }
+
+// claimOwner returns the pid that claimed the cell for round t, or 0.
+func claimOwner(seq, t uint64) int {
+	if seq&^0xffffffff != claimTag(t) {
+		return 0
+	}
+	return int(uint32(seq))
+}
+
+// reserve claims the next free cell for pid me; false if the ring is full.
+func (r *ring) reserve(me uint32) (uint64, bool) {
 	for {
 		t := atomic.LoadUint64(r.tail)
-		seq := atomic.LoadUint64(u64at(r.cell(t), 0))
+		p := u64at(r.cell(t), 0)
+		seq := atomic.LoadUint64(p)
 		switch {
 		case seq == t:
-			if atomic.CompareAndSwapUint64(r.tail, t, t+1) {
+			if atomic.CompareAndSwapUint64(p, t, claimTag(t)|uint64(me)) {
+				atomic.CompareAndSwapUint64(r.tail, t, t+1)
 				return t, true
 			}
-		case seq < t:
-			return 0, false
+		case seq&claimBit == 0:
+			if seq < t {
+				return 0, false // the previous round's message is unread
+			}
+		case seq&^0xffffffff == claimTag(t):
+			atomic.CompareAndSwapUint64(r.tail, t, t+1) // help the claimer
+		case seq&^0xffffffff == claimTag(t-uint64(r.cells)):
+			return 0, false // the previous round is still being written
 		}
 	}
 }
@@ -66,7 +92,17 @@ func (r *ring) reserve() (uint64, bool) {
 // hasRoom reports whether a reserve would succeed now.
 func (r *ring) hasRoom() bool {
 	t := atomic.LoadUint64(r.tail)
-	return atomic.LoadUint64(u64at(r.cell(t), 0)) >= t
+	seq := atomic.LoadUint64(u64at(r.cell(t), 0))
+	if seq&claimBit == 0 {
+		return seq >= t
+	}
+	return seq&^0xffffffff != claimTag(t-uint64(r.cells))
+}
+
+// stuckOwner returns the pid that claimed cell head but has not published
+// it, or 0.
+func (r *ring) stuckOwner(head uint64) int {
+	return claimOwner(atomic.LoadUint64(u64at(r.cell(head), 0)), head)
 }
 
 // publish makes cell t visible to the consumer and wakes it if it sleeps.

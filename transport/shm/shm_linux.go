@@ -379,6 +379,13 @@ type Iface struct {
 	mu       sync.Mutex
 	eps      map[*Endpoint]struct{}
 	closed   atomic.Bool
+	// me is our pid as senders record it in the cells they claim.
+	me uint32
+	// idle counts empty polls; stuckHead/stuckSince track a head cell
+	// claimed by a writer that has not published it.
+	idle       uint32
+	stuckHead  uint64
+	stuckSince time.Time
 	// disabled holds the *error new operations fail with while the
 	// device is down or disabled.
 	disabled atomic.Pointer[error]
@@ -404,7 +411,7 @@ func (m *MD) OpenIface(p uct.IfaceParams) (uct.Iface, error) {
 	rand.Read(rb[:])
 	cookie := binary.LittleEndian.Uint64(rb[:])
 	encodeHeader(seg, segHeader{PID: m.pid, Cells: cells, StartTime: m.start, Cookie: cookie, CellSize: cellSize, BufSize: bufSize})
-	it := &Iface{md: m, fd: fd, seg: seg, cookie: cookie, eps: map[*Endpoint]struct{}{}}
+	it := &Iface{md: m, fd: fd, seg: seg, cookie: cookie, eps: map[*Endpoint]struct{}{}, me: uint32(m.pid)}
 	it.rx = newRing(seg, cells)
 	it.rx.initCells()
 	it.addr = Address{PID: m.pid, FD: fd, StartTime: m.start, Cookie: cookie}.pack()
@@ -463,6 +470,8 @@ func (it *Iface) Progress() int {
 	}
 	if n > 0 {
 		it.notify.Completed(n)
+	} else if it.idle++; it.idle&1023 == 0 {
+		it.checkStuck()
 	}
 	if it.pendingN.Load() == 0 {
 		return n
@@ -479,6 +488,30 @@ func (it *Iface) Progress() int {
 		n += ep.dispatchPending()
 	}
 	return n
+}
+
+// stuckAfter is how long a claimed, unpublished head cell waits before the
+// receiver asks whether its writer is still alive.
+const stuckAfter = 100 * time.Millisecond
+
+// checkStuck skips the head cell if the process that claimed it died
+// before publishing it (slow path, every 1024 empty polls).
+func (it *Iface) checkStuck() {
+	pid := it.rx.stuckOwner(it.head)
+	if pid == 0 {
+		return
+	}
+	now := time.Now()
+	if it.stuckSince.IsZero() || it.stuckHead != it.head {
+		it.stuckHead, it.stuckSince = it.head, now
+		return
+	}
+	if now.Sub(it.stuckSince) < stuckAfter || processAlive(pid) {
+		return
+	}
+	it.rx.release(it.head)
+	it.head++
+	it.stuckSince = time.Time{}
 }
 
 // Arm returns ErrBusy if a message waits; else it announces that the
@@ -788,7 +821,7 @@ func (ep *Endpoint) send(op string, id uint8, parts ...[]byte) (int, error) {
 	if n > bufSize {
 		return 0, ep.opErr(op, uct.ErrInvalidParam, fmt.Errorf("%d bytes > %d", n, bufSize))
 	}
-	t, ok := ep.tx.reserve()
+	t, ok := ep.tx.reserve(ep.it.me)
 	if !ok {
 		return 0, ep.noResource(op)
 	}
@@ -820,7 +853,7 @@ func (ep *Endpoint) AMShort(id uint8, header uint64, payload []byte) error {
 	if id > uct.MaxAMID {
 		return ep.opErr("am_short", uct.ErrInvalidParam, nil)
 	}
-	t, ok := ep.tx.reserve()
+	t, ok := ep.tx.reserve(ep.it.me)
 	if !ok {
 		return ep.noResource("am_short")
 	}
