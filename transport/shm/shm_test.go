@@ -198,9 +198,8 @@ func TestPeerKilled(t *testing.T) {
 			}
 		}
 		epO.AMShort(amEcho, uint64(i), nil)
-		// The victim only receives (amCount): a writer killed inside its
-		// cell reservation could stall our FIFO (see doc.go).
-		lastErr = epV.AMShort(amCount, uint64(i), nil)
+		// The victim echoes, so it is killed while it also sends to us.
+		lastErr = epV.AMShort(amEcho, uint64(i), nil)
 		return lastErr != nil && !errors.Is(lastErr, uct.ErrNoResource)
 	})
 	if i < 200 {
