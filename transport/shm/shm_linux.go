@@ -568,16 +568,22 @@ func (it *Iface) WatchDevice(fn func(uct.DeviceStatusEvent)) (*uct.Watch, error)
 	return it.watch.Register(fn)
 }
 
+// endpoints returns a snapshot of the iface's endpoints.
+func (it *Iface) endpoints() []*Endpoint {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	eps := make([]*Endpoint, 0, len(it.eps))
+	for ep := range it.eps {
+		eps = append(eps, ep)
+	}
+	return eps
+}
+
 // Close closes endpoints, cancels Notify handlers and frees the segment.
 func (it *Iface) Close() error {
 	it.closeMu.Do(func() {
 		it.closed.Store(true)
-		it.mu.Lock()
-		eps := make([]*Endpoint, 0, len(it.eps))
-		for ep := range it.eps {
-			eps = append(eps, ep)
-		}
-		it.mu.Unlock()
+		eps := it.endpoints()
 		for _, ep := range eps {
 			it.cerr = multierr.Append(it.cerr, ep.Close())
 		}
@@ -617,12 +623,7 @@ func (it *Iface) SetDeviceStatus(s uct.DeviceStatus) error {
 		it.watch.Set(s)
 		return nil
 	}
-	it.mu.Lock()
-	eps := make([]*Endpoint, 0, len(it.eps))
-	for ep := range it.eps {
-		eps = append(eps, ep)
-	}
-	it.mu.Unlock()
+	eps := it.endpoints()
 	for _, ep := range eps {
 		err := error(uct.NewOpError(transportName, "device", ep.name, uct.ErrLocalNICFailed, cause))
 		ep.err.CompareAndSwap(nil, &err)
