@@ -1076,22 +1076,9 @@ func testCloseInFlight(t *testing.T, h *Harness, endpoint bool) {
 	}
 	if endpoint {
 		// Completions may be delivered by the iface's progress.
-		h.Until("completions after endpoint close", func() bool {
-			for _, o := range ops {
-				if !o.Done() {
-					return false
-				}
-			}
-			return true
-		})
+		h.Until("completions after endpoint close", func() bool { return allDone(ops) })
 	}
-	for i, o := range ops {
-		if n := o.Calls(); n != 1 {
-			t.Errorf("operation %d: completion invoked %d times, want exactly once", i, n)
-		} else if err := o.Err(); err != nil && !errors.Is(err, uct.ErrCanceled) {
-			t.Errorf("operation %d: completed with %v, want nil or ErrCanceled", i, err)
-		}
-	}
+	checkOnceCanceled(t, ops)
 	// Nothing more fires later.
 	for i := 0; i < 100; i++ {
 		if !endpoint {
@@ -1336,21 +1323,8 @@ func testFlushCancel(t *testing.T, h *Harness) {
 	if err != nil && !errors.Is(err, uct.ErrCanceled) {
 		t.Errorf("flush(cancel): %v, want nil or ErrCanceled", err)
 	}
-	h.Until("canceled operations complete", func() bool {
-		for _, o := range ops {
-			if !o.Done() {
-				return false
-			}
-		}
-		return true
-	})
-	for i, o := range ops {
-		if n := o.Calls(); n != 1 {
-			t.Errorf("operation %d: completion invoked %d times", i, n)
-		} else if err := o.Err(); err != nil && !errors.Is(err, uct.ErrCanceled) {
-			t.Errorf("operation %d: %v, want nil or ErrCanceled", i, err)
-		}
-	}
+	h.Until("canceled operations complete", func() bool { return allDone(ops) })
+	checkOnceCanceled(t, ops)
 }
 
 func testUseAfterClose(t *testing.T, h *Harness) {
@@ -1458,5 +1432,28 @@ func testPeerClosedIsolation(t *testing.T, h *Harness, f Factory) {
 			break
 		}
 		ev.Ack()
+	}
+}
+
+// allDone reports whether every op's completion has been invoked.
+func allDone(ops []*Op) bool {
+	for _, o := range ops {
+		if !o.Done() {
+			return false
+		}
+	}
+	return true
+}
+
+// checkOnceCanceled requires each op to have completed exactly once, with
+// nil or ErrCanceled.
+func checkOnceCanceled(t *testing.T, ops []*Op) {
+	t.Helper()
+	for i, o := range ops {
+		if n := o.Calls(); n != 1 {
+			t.Errorf("operation %d: completion invoked %d times, want exactly once", i, n)
+		} else if err := o.Err(); err != nil && !errors.Is(err, uct.ErrCanceled) {
+			t.Errorf("operation %d: completed with %v, want nil or ErrCanceled", i, err)
+		}
 	}
 }
