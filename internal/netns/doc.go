@@ -1,0 +1,20 @@
+// Package netns is test plumbing for network tests: it builds a pair of
+// named Linux network namespaces joined by a veth pair, with IPv4
+// addresses, and runs code or processes inside either namespace.
+//
+// Namespaces are created the way "ip netns add" does it (unshare and a
+// bind mount under /run/netns), links and addresses are configured over
+// rtnetlink; iproute2 is not needed. Everything [NewPair] creates is
+// deleted by the test's Cleanup (or [Pair.Close]): the veth pair first,
+// so it goes away even if a leaked socket still pins a namespace, then
+// the namespace mounts. Names start with [Prefix].
+//
+// [NS.Do] runs a function on an OS thread switched into the namespace;
+// sockets and eBPF links made there belong to the namespace.
+// [NS.Command] starts a process inside it. [NS.SetLink] takes the veth
+// end down and up again for link-failure tests.
+//
+// Everything needs root; [NewPair] and [RequireRoot] skip the test
+// otherwise. The package owns the namespaces and links it creates and
+// nothing else.
+package netns
