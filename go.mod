@@ -3,6 +3,7 @@ module github.com/ucgo/ucgo
 go 1.26.8
 
 require (
+	github.com/cilium/ebpf v0.22.0
 	go.uber.org/multierr v1.11.0
 	golang.org/x/sys v0.49.0
 )
