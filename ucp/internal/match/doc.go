@@ -1,0 +1,87 @@
+// Package match is the tag matcher of a ucp worker: posted receives,
+// unexpected messages, and what happens to both when a source fails.
+//
+// # Ownership
+//
+// The worker owns every Recv and Msg (usually embedded in its requests and
+// message descriptors) and keeps them alive while they are queued; the
+// matcher only links them into intrusive lists, so PostRecv, Arrive,
+// Probe, CancelRecv and RemoveMsg never allocate. A Recv's Tag and Mask and
+// a Msg's Tag must not change while queued. A Matcher is not safe for
+// concurrent use: the worker serializes all calls.
+//
+// # Matching
+//
+// A receive r matches a message with tag t if (t ^ r.Tag) & r.Mask == 0.
+// Posted receives are matched in post order and unexpected messages in
+// arrival order, so two messages from one source with matching tags are
+// never overtaken. PostRecv takes the earliest arrived matching unexpected
+// message; Arrive takes the earliest posted matching receive; Probe finds
+// (and with remove takes) the earliest arrived matching unexpected message.
+// Receives whose Mask is all ones sit in a hash of exact tags, the others
+// on a wildcard list; post sequence numbers decide between the two (as in
+// UCX). Unexpected messages are on one arrival list and in a hash by tag.
+//
+// # Sources
+//
+// Config.SourceMask names the tag bits that carry the sender's rank;
+// SetSourceTag(s, t) records t & SourceMask as the source tag of s. With
+// st the source tag of s and SM the SourceMask:
+//
+//   - r can only match s if SM != 0, st is known, r.Mask covers all of SM
+//     and (r.Tag ^ st) & SM == 0.
+//   - r could match s if SM == 0, or st is unknown, or
+//     (r.Tag ^ st) & r.Mask & SM == 0. This includes every receive whose
+//     mask covers none of the SM bits (a wildcard source) and every receive
+//     that can only match s. (A mask covering only some SM bits is judged
+//     on those bits.)
+//
+// # Failures
+//
+// A failed source is failed until it is purged. In Suspend mode (the
+// default) its failure is also pending until it is acknowledged by Resume
+// or by Purge of that source. Matching is suspended while any failure is
+// pending; in NeverSuspend mode no failure is ever pending.
+//
+// While matching is suspended, PostRecv and Arrive only queue, and Probe
+// returns nil (a message seen now could belong to an earlier receive once
+// matching resumes). CancelRecv, RemoveMsg, Len work as always. The
+// matcher does not reject messages from failed sources: if the worker
+// hands one to Arrive it is matched or queued like any other.
+//
+// Fail(s), Suspend mode: s becomes failed and pending, matching stops, and
+// Fail returns in post order the posted receives that could match s and
+// have not been told of s; they are now told of s. The worker completes
+// none of them; it tells each that a failure is pending (ULFM
+// PROC_FAILED_PENDING). A receive is told of each failed source at most
+// once while it stays posted: told of s1 it is not returned again for s1
+// (even if Fail(s1) is repeated) but is for a later failure of s2.
+// Reposting a Recv clears what it was told.
+//
+// Fail(s), NeverSuspend mode: s becomes failed, matching goes on, and Fail
+// removes and returns in post order the posted receives that can only
+// match s; the worker completes them with peer-failed. Wildcards are not
+// told.
+//
+// CheckPosted(r) covers receives posted after a failure; the worker calls
+// it when PostRecv queued r. While suspended it marks r told of every
+// pending failed source r could match and has not been told of, and
+// returns NoticeFailedPending if there was one. While matching is active
+// it removes r and returns NoticePeerFailed if r can only match a failed
+// source (no message can match it any more). Otherwise NoticeNone.
+//
+// Resume acknowledges every pending failure and restarts matching: the
+// posted receives in post order each take their earliest arrived matching
+// unexpected message; the pairs are removed and returned. Messages from
+// failed sources stay matchable (their data arrived before the failure),
+// and receives that can only match a failed source stay posted until
+// Purge (or CheckPosted) removes them.
+//
+// Purge(s) removes s, failed or not: the posted receives that can only
+// match s (returned in post order; the worker completes them with
+// peer-failed), the unexpected messages from s (returned in arrival order;
+// the worker frees them and drops rendezvous state), the failure of s and
+// every receive's told mark for s. If matching was suspended and no
+// pending failure remains, matching restarts exactly as in Resume and the
+// pairs are returned. The source tag of s is kept.
+package match
