@@ -1,0 +1,171 @@
+package rc
+
+import (
+	"bytes"
+	"errors"
+	"net/netip"
+	"testing"
+
+	"github.com/ucgo/ucgo/uct"
+)
+
+func sampleAddr() Address {
+	return Address{IP: netip.MustParseAddr("10.7.0.1"), UDPPort: 4791, CMPort: 40000, Nonce: 0x0123456789abcdef}
+}
+
+func TestAddressRoundTrip(t *testing.T) {
+	a := sampleAddr()
+	b := a.Pack()
+	if len(b) != addrLen {
+		t.Fatalf("packed %d bytes, want %d", len(b), addrLen)
+	}
+	got, err := DecodeAddress(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != a {
+		t.Fatalf("decoded %v, want %v", got, a)
+	}
+	for i := range b {
+		c := bytes.Clone(b)
+		c[i] ^= 0xff
+		if d, err := DecodeAddress(c); err == nil && d == a {
+			t.Errorf("flipping byte %d decoded to the same address", i)
+		} else if err != nil && !errors.Is(err, uct.ErrInvalidAddress) {
+			t.Errorf("flipping byte %d: %v does not wrap ErrInvalidAddress", i, err)
+		}
+	}
+	for _, bad := range [][]byte{nil, {addrVersion}, b[:addrLen-1], append(bytes.Clone(b), 0)} {
+		if _, err := DecodeAddress(bad); !errors.Is(err, uct.ErrInvalidAddress) {
+			t.Errorf("DecodeAddress(%x) = %v, want ErrInvalidAddress", bad, err)
+		}
+	}
+}
+
+func FuzzDecodeAddress(f *testing.F) {
+	f.Add(sampleAddr().Pack())
+	f.Add([]byte{})
+	f.Add(bytes.Repeat([]byte{0xee}, addrLen))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := DecodeAddress(b)
+		if err != nil {
+			if !errors.Is(err, uct.ErrInvalidAddress) {
+				t.Fatalf("error %v does not wrap ErrInvalidAddress", err)
+			}
+			return
+		}
+		if !bytes.Equal(a.Pack(), b) {
+			t.Fatalf("%x decodes to %v, which packs to %x", b, a, a.Pack())
+		}
+	})
+}
+
+func TestRKeyRoundTrip(t *testing.T) {
+	b := packRKey(0xdeadbeef, 42)
+	k, id, err := unpackRKey(b)
+	if err != nil || k != 0xdeadbeef || id != 42 {
+		t.Fatalf("unpack = %#x, %d, %v", k, id, err)
+	}
+	for _, bad := range [][]byte{nil, {rkeyVersion}, b[:rkeyLen-1], packRKey(1, 0), append([]byte{9}, b[1:]...)} {
+		if _, _, err := unpackRKey(bad); !errors.Is(err, uct.ErrInvalidParam) {
+			t.Errorf("unpackRKey(%x) = %v, want ErrInvalidParam", bad, err)
+		}
+	}
+}
+
+func FuzzUnpackRKey(f *testing.F) {
+	f.Add(packRKey(0x1234, 7))
+	f.Add([]byte{})
+	f.Add(bytes.Repeat([]byte{0xff}, 64))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, id, err := unpackRKey(b)
+		if err != nil {
+			if !errors.Is(err, uct.ErrInvalidParam) {
+				t.Fatalf("error %v does not wrap ErrInvalidParam", err)
+			}
+			return
+		}
+		if !bytes.Equal(packRKey(k, id), b) {
+			t.Fatalf("%x round-trips to %x", b, packRKey(k, id))
+		}
+	})
+}
+
+func sampleCM() []cmMsg {
+	return []cmMsg{
+		{Type: cmREQ, GID: netip.MustParseAddr("10.7.0.1"), UDPPort: 4791, QPN: 0x11, PSN: 0xabcdef, MTU: 1024, Nonce: 1, DstNonce: 2, Window: 128},
+		{Type: cmREP, QPN: 0xffffff, PSN: 0, MTU: 4096, Nonce: 3, Window: 64},
+		{Type: cmREJ, Reason: rejStaleNonce},
+		{Type: cmDREQ, QPN: 0x12},
+	}
+}
+
+func TestCMRoundTrip(t *testing.T) {
+	for _, m := range sampleCM() {
+		b := m.encode()
+		got, err := decodeCM(b)
+		if err != nil {
+			t.Fatalf("type %d: %v", m.Type, err)
+		}
+		if got != m {
+			t.Errorf("type %d: decoded %+v, want %+v", m.Type, got, m)
+		}
+		r, err := readCM(bytes.NewReader(b))
+		if err != nil || r != m {
+			t.Errorf("type %d: readCM = %+v, %v", m.Type, r, err)
+		}
+		if _, err := decodeCM(b[:len(b)-1]); !errors.Is(err, uct.ErrInvalidParam) {
+			t.Errorf("type %d truncated: %v, want ErrInvalidParam", m.Type, err)
+		}
+		if _, err := readCM(bytes.NewReader(b[:len(b)-1])); err == nil {
+			t.Errorf("type %d: readCM of a truncated frame succeeded", m.Type)
+		}
+	}
+	bad := sampleCM()[0]
+	bad.MTU = 1000
+	if _, err := decodeCM(bad.encode()); !errors.Is(err, uct.ErrInvalidParam) {
+		t.Errorf("REQ with MTU 1000: %v, want ErrInvalidParam", err)
+	}
+	bad = sampleCM()[1]
+	bad.QPN = 1 << 24
+	if _, err := decodeCM(bad.encode()); !errors.Is(err, uct.ErrInvalidParam) {
+		t.Errorf("REP with QPN 2^24: %v, want ErrInvalidParam", err)
+	}
+}
+
+func FuzzDecodeCM(f *testing.F) {
+	for _, m := range sampleCM() {
+		f.Add(m.encode())
+	}
+	f.Add([]byte{})
+	f.Add([]byte("RCCM\x01\x09\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := decodeCM(b)
+		if err != nil {
+			if !errors.Is(err, uct.ErrInvalidParam) {
+				t.Fatalf("error %v does not wrap ErrInvalidParam", err)
+			}
+			return
+		}
+		if !bytes.Equal(m.encode(), b) {
+			t.Fatalf("%x decodes to %+v, which encodes to %x", b, m, m.encode())
+		}
+		r, err := readCM(bytes.NewReader(b))
+		if err != nil || r != m {
+			t.Fatalf("readCM(%x) = %+v, %v; decodeCM gave %+v", b, r, err, m)
+		}
+	})
+}
+
+func TestImm(t *testing.T) {
+	for id := uint8(0); id <= uct.MaxAMID; id++ {
+		imm := immAM(id)
+		if immIsGrant(imm) || immAMID(imm) != id {
+			t.Errorf("AM id %d: imm %#x decodes as grant=%v id=%d", id, imm, immIsGrant(imm), immAMID(imm))
+		}
+	}
+	g := immGrantOf(64)
+	if !immIsGrant(g) || immCredits(g) != 64 {
+		t.Errorf("grant 64: imm %#x decodes as grant=%v credits=%d", g, immIsGrant(g), immCredits(g))
+	}
+}
