@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -86,8 +88,8 @@ func RequireRoot(tb testing.TB) {
 	}
 }
 
-// NewPair creates two network namespaces, named Prefix+"<random>-a" and
-// "-b", joined by a veth pair with addresses 10.x.y.1/24 (in A) and
+// NewPair creates two network namespaces, named Prefix+"<pid>-<random>-a"
+// and "-b", joined by a veth pair with addresses 10.x.y.1/24 (in A) and
 // 10.x.y.2/24 (in B), both ends and both loopbacks up. x.y is random, so
 // addresses rarely repeat across pairs; they could not clash anyway, each
 // pair lives in namespaces of its own. NewPair skips the test when not
@@ -104,7 +106,8 @@ func NewPair(tb testing.TB, opts ...Option) (*Pair, error) {
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return nil, err
 	}
-	base := Prefix + hex.EncodeToString(rnd[:])
+	Sweep()
+	base := fmt.Sprintf("%s%d-%s", Prefix, os.Getpid(), hex.EncodeToString(rnd[:]))
 	x, y := 16+rnd[0]%224, rnd[1]
 	p := &Pair{
 		A:   &NS{name: base + "-a", link: "ucgo-a", prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, x, y, 1}), 24)},
@@ -178,6 +181,34 @@ func (n *NS) configure() error {
 		}
 		return r.setUp(n.index, true)
 	})
+}
+
+// Sweep deletes namespaces under [RunDir] left by dead processes: names
+// Prefix+"<pid>-..." whose pid no longer exists (a test killed before its
+// cleanup). Their veth pairs go with them unless something else still
+// holds the namespace. NewPair calls it; errors are ignored.
+func Sweep() {
+	ents, err := os.ReadDir(RunDir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), Prefix)
+		if !ok {
+			continue
+		}
+		pidStr, _, ok := strings.Cut(rest, "-")
+		if !ok {
+			continue
+		}
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+			remove(filepath.Join(RunDir, e.Name()))
+		}
+	}
 }
 
 // Close deletes the veth pair and both namespaces. It is idempotent.

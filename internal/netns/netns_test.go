@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -321,5 +322,33 @@ func TestDoRestoresThread(t *testing.T) {
 	}
 	if err := p.B.Do(func() error { return unix.EPERM }); !errors.Is(err, unix.EPERM) {
 		t.Fatalf("Do error %v, want EPERM", err)
+	}
+}
+
+func TestSweep(t *testing.T) {
+	RequireRoot(t)
+	// A namespace file named for a process that is gone.
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := fmt.Sprintf("%s%d-%s-a", Prefix, cmd.Process.Pid, "deadbeef")
+	path, err := create(dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { remove(path) })
+	// One of a live process (this one) stays.
+	live, err := create(fmt.Sprintf("%s%d-%s-a", Prefix, os.Getpid(), "sweeptest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { remove(live) })
+	Sweep()
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s survived the sweep: %v", path, err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("live namespace swept: %v", err)
 	}
 }

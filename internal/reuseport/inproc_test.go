@@ -235,3 +235,29 @@ func TestUnprivileged(t *testing.T) {
 		t.Fatalf("unprivileged Listen: %s", got)
 	}
 }
+
+func TestIPv6(t *testing.T) {
+	netns.RequireRoot(t)
+	c, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback})
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	addr := c.LocalAddr().(*net.UDPAddr).AddrPort()
+	c.Close()
+	m1, m2 := listen(t, addr), listen(t, addr)
+	tx, err := net.DialUDP("udp6", nil, net.UDPAddrFromAddrPort(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	for i := uint32(0); i < 20; i++ {
+		sendTo(t, tx, uint32(m2.Slot())<<16|i, uint32(m1.Slot())<<16|i)
+	}
+	for _, m := range []*Member{m1, m2} {
+		for _, q := range readQPNs(t, m.Conn(), 20) {
+			if SlotOf(q) != m.Slot() {
+				t.Fatalf("slot %d member got QPN %#06x", m.Slot(), q)
+			}
+		}
+	}
+}

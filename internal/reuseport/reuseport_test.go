@@ -448,6 +448,21 @@ func runProcesses(t *testing.T, ns, senderNS *netns.NS, addr netip.AddrPort) {
 	victim.cmd.Wait()
 	for range victim.lines {
 	}
+	// The kernel dropped the dead socket from the array.
+	socks, err := ebpf.LoadPinnedMap(dir+"/socks", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cookie uint64
+	if err := socks.Lookup(uint32(2), &cookie); !errors.Is(err, ebpf.ErrKeyNotExist) {
+		t.Fatalf("slot 2 after SIGKILL: cookie %d, %v; want no entry", cookie, err)
+	}
+	for _, s := range []uint32{1, 3} {
+		if err := socks.Lookup(s, &cookie); err != nil {
+			t.Fatalf("slot %d: %v", s, err)
+		}
+	}
+	socks.Close()
 	rest := []*proc{bySlot[1], bySlot[3]}
 	for i := 0; i < k; i++ {
 		sendTo(t, tx, 1<<16|uint32(k+i), 3<<16|uint32(k+i))
