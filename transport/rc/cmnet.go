@@ -1,0 +1,183 @@
+package rc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/ucgo/ucgo/uct"
+)
+
+// cmServer is an iface's connection manager: it accepts TCP connections on
+// the iface's CM port, answers each REQ through accept and keeps the
+// connection open as the passive QP's lifeline: a DREQ or the connection's
+// end (the requester closed its endpoint or died) calls the release
+// function accept returned. It runs one goroutine for the listener and one
+// per connection, on the control path only.
+type cmServer struct {
+	ln     *net.TCPListener
+	accept func(req cmMsg) (rep cmMsg, release func(), err error)
+
+	mu     sync.Mutex
+	conns  map[*net.TCPConn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// cmHandshakeTimeout bounds how long the passive side waits for a REQ.
+const cmHandshakeTimeout = 10 * time.Second
+
+func listenCM(ip netip.Addr, accept func(cmMsg) (cmMsg, func(), error)) (*cmServer, error) {
+	ln, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, 0)))
+	if err != nil {
+		return nil, fmt.Errorf("rc cm: listen on %s: %w: %w", ip, uct.ErrUnreachable, err)
+	}
+	s := &cmServer{ln: ln, accept: accept, conns: map[*net.TCPConn]struct{}{}}
+	s.wg.Add(1)
+	go s.serve()
+	return s, nil
+}
+
+// Port returns the TCP port the server listens on.
+func (s *cmServer) Port() uint16 { return uint16(s.ln.Addr().(*net.TCPAddr).Port) }
+
+func (s *cmServer) serve() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.AcceptTCP()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.handle(c)
+	}
+}
+
+func (s *cmServer) handle(c *net.TCPConn) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		c.Close()
+	}()
+	c.SetDeadline(time.Now().Add(cmHandshakeTimeout))
+	req, err := readCM(c)
+	if err != nil || req.Type != cmREQ {
+		if err == nil {
+			c.Write((&cmMsg{Type: cmREJ, Reason: rejBadRequest}).encode())
+		}
+		return
+	}
+	rep, release, err := s.accept(req)
+	if err != nil {
+		reason := uint8(rejNoResource)
+		switch {
+		case errors.Is(err, uct.ErrInvalidAddress):
+			reason = rejStaleNonce
+		case errors.Is(err, uct.ErrInvalidParam):
+			reason = rejBadRequest
+		case errors.Is(err, uct.ErrClosed):
+			reason = rejClosed
+		}
+		c.Write((&cmMsg{Type: cmREJ, Reason: reason}).encode())
+		return
+	}
+	defer release()
+	if _, err := c.Write(rep.encode()); err != nil {
+		return
+	}
+	c.SetDeadline(time.Time{})
+	c.SetKeepAlive(true)
+	c.SetKeepAlivePeriod(time.Second)
+	for {
+		m, err := readCM(c)
+		if err != nil || m.Type == cmDREQ {
+			return
+		}
+	}
+}
+
+// Close stops accepting, closes every connection (their passive QPs are
+// released) and waits for the goroutines.
+func (s *cmServer) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	err := s.ln.Close()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+// cmDial connects to a peer's CM port, sends req and waits for the answer,
+// all within timeout. On REP it returns the connection, which the caller
+// keeps open for the endpoint's lifetime.
+func cmDial(ctx context.Context, peer netip.AddrPort, req cmMsg, timeout time.Duration) (*net.TCPConn, cmMsg, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", peer.String())
+	if err != nil {
+		st := uct.ErrUnreachable
+		if ctx.Err() != nil {
+			st = uct.ErrTimedOut
+		}
+		return nil, cmMsg{}, fmt.Errorf("rc cm: dial %s: %w: %w", peer, st, err)
+	}
+	c := nc.(*net.TCPConn)
+	deadline, _ := ctx.Deadline()
+	c.SetDeadline(deadline)
+	if _, err := c.Write(req.encode()); err != nil {
+		c.Close()
+		return nil, cmMsg{}, fmt.Errorf("rc cm: send REQ to %s: %w: %w", peer, uct.ErrUnreachable, err)
+	}
+	rep, err := readCM(c)
+	if err != nil {
+		c.Close()
+		st := uct.ErrUnreachable
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			st = uct.ErrTimedOut
+		}
+		return nil, cmMsg{}, fmt.Errorf("rc cm: read REP from %s: %w: %w", peer, st, err)
+	}
+	switch rep.Type {
+	case cmREP:
+	case cmREJ:
+		c.Close()
+		st := uct.ErrUnreachable
+		switch rep.Reason {
+		case rejStaleNonce:
+			st = uct.ErrInvalidAddress
+		case rejNoResource:
+			st = uct.ErrNoResource
+		}
+		return nil, cmMsg{}, fmt.Errorf("rc cm: %s rejected the connection (reason %d): %w", peer, rep.Reason, st)
+	default:
+		c.Close()
+		return nil, cmMsg{}, fmt.Errorf("rc cm: %s answered with message type %d: %w", peer, rep.Type, uct.ErrUnreachable)
+	}
+	c.SetDeadline(time.Time{})
+	c.SetKeepAlive(true)
+	c.SetKeepAlivePeriod(time.Second)
+	return c, rep, nil
+}
