@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ucgo/ucgo/internal/netns"
 )
 
 // readQPNs reads exactly n datagrams (10 s limit each) and then checks
@@ -76,7 +75,7 @@ func wantQPNs(t *testing.T, who string, got, want []uint32) {
 // TestInProcess checks steering between sockets of one process, the
 // offset of the slot byte (UDP payload byte 5) and slot reuse.
 func TestInProcess(t *testing.T) {
-	netns.RequireRoot(t)
+	requireRoot(t)
 	addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t))
 	m1, m2 := listen(t, addr), listen(t, addr)
 	if m1.Slot() != 1 || m2.Slot() != 2 {
@@ -156,7 +155,7 @@ func TestInProcess(t *testing.T) {
 }
 
 func TestFull(t *testing.T) {
-	netns.RequireRoot(t)
+	requireRoot(t)
 	addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t))
 	var ms []*Member
 	defer func() {
@@ -190,7 +189,7 @@ func TestBadAddress(t *testing.T) {
 // TestUnprivileged runs Listen as user nobody: it must report
 // ErrUnavailable so that the caller falls back to a port of its own.
 func TestUnprivileged(t *testing.T) {
-	netns.RequireRoot(t)
+	requireRoot(t)
 	// Make sure bpffs and the pin root exist, as for a real deployment.
 	m := listen(t, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t)))
 	defer m.Close()
@@ -237,7 +236,7 @@ func TestUnprivileged(t *testing.T) {
 }
 
 func TestIPv6(t *testing.T) {
-	netns.RequireRoot(t)
+	requireRoot(t)
 	c, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback})
 	if err != nil {
 		t.Skipf("no IPv6 loopback: %v", err)
@@ -259,5 +258,12 @@ func TestIPv6(t *testing.T) {
 				t.Fatalf("slot %d member got QPN %#06x", m.Slot(), q)
 			}
 		}
+	}
+}
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: loads eBPF programs, pins them in bpffs, may mount bpffs")
 	}
 }

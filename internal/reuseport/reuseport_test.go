@@ -315,7 +315,7 @@ func freePort(t *testing.T) uint16 {
 }
 
 func TestProcesses(t *testing.T) {
-	netns.RequireRoot(t)
+	requireRoot(t)
 	t.Run("host", func(t *testing.T) {
 		addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t))
 		runProcesses(t, nil, nil, addr)
