@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
 )
 
 // readQPNs reads exactly n datagrams (10 s limit each) and then checks
