@@ -1,0 +1,44 @@
+// Package roce is the RoCEv2 wire format: InfiniBand Reliable Connection
+// packets carried in UDP datagrams to port 4791, built and parsed in user
+// space. The software RoCEv2 provider of transport/rc/verbs uses it to
+// talk to its peers, including the Linux kernel's rxe driver.
+//
+// A packet is the UDP payload: the base transport header ([BTH]), the
+// extension headers its [Opcode] calls for ([RETH], [AETH], [AtomicETH],
+// the atomic ACK value, immediate data, the invalidate R_Key), the
+// payload, 0-3 pad bytes to a multiple of 4, and the 4-byte invariant
+// CRC (ICRC). [Append] encodes a [Packet] into a caller's buffer and
+// [Decode] parses one without copying the payload; neither allocates.
+// The IP and UDP headers are the kernel's business: send the bytes
+// with an ordinary UDP socket.
+//
+// # ICRC
+//
+// The ICRC is a CRC-32 over a masked pseudo-header (IP and UDP headers
+// with the fields routers change set to all ones, see [ICRC]) and the
+// whole IB packet. It covers the IP addresses and UDP ports, so [Append]
+// and [CheckICRC] need both ends' addresses. For IPv4 it also covers the
+// IP identification and the DF flag, which a UDP socket neither controls
+// nor sees:
+//
+//   - Sending: Append computes the ICRC for IP ID 0 and DF set, which is
+//     what Linux puts on the wire for an unconnected UDP socket with
+//     IP_PMTUDISC_DO (the socket the verbs provider must use).
+//   - Receiving: rxe sends varying IP IDs, so [CheckICRC] accepts a
+//     packet if some IP ID, with DF set or clear, makes the ICRC
+//     consistent. It solves for the ID with precomputed linear maps
+//     instead of trying candidates. That check has 15 bits of strength
+//     instead of 32: a random corruption passes with probability 2^-15,
+//     and of all single-bit errors in a 4 KiB packet one or two
+//     positions pass (the tests measure this). IPv6 has no IP ID and is
+//     checked in full. The BTH reserved byte is not covered by the ICRC
+//     at all, by definition.
+//
+// # Other helpers
+//
+// PSN arithmetic on 24 bits ([PSNAdd], [PSNDiff]), the IBTA timer
+// encodings ([RNRTimer], [LocalAckTimeout]), AETH syndromes ([ACK],
+// [RNRNak], [NAK]) and the path MTU enumeration ([MTU]).
+//
+// The package owns nothing but these codecs: no sockets, no state.
+package roce
