@@ -187,6 +187,16 @@ func TestPairUDP(t *testing.T) {
 	if got, err := recv(rb, 10*time.Second); err != nil || got != "hello from child" {
 		t.Fatalf("got %q, %v (a datagram from the root namespace must not arrive)", got, err)
 	}
+
+	// A program found in PATH: /proc/self/net shows the process's own
+	// namespace.
+	dev, err := p.B.Command("cat", "/proc/self/net/dev").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(dev), p.B.Link()+":") || strings.Contains(string(dev), p.A.Link()+":") {
+		t.Fatalf("cat in %s sees:\n%s", p.B.Name(), dev)
+	}
 }
 
 func TestSetLink(t *testing.T) {
