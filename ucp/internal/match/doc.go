@@ -84,4 +84,12 @@
 // every receive's told mark for s. If matching was suspended and no
 // pending failure remains, matching restarts exactly as in Resume and the
 // pairs are returned. The source tag of s is kept.
+//
+// # Fragments
+//
+// Queue holds the worker's in-flight multi-part messages (Frag: fragments
+// of a large eager message, a rendezvous in progress) keyed by (Src, ID),
+// the sender's message id; Purge(s) removes and returns those from s in
+// the order they were added, for the worker to free when it purges s. A
+// Frag's Src and ID must not change while it is queued.
 package match

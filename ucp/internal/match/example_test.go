@@ -47,3 +47,25 @@ func Example() {
 	// suspended: true 2 1
 	// resumed: recv from 1 <- late
 }
+
+func ExampleQueue() {
+	q := match.NewQueue()
+	// The first fragments of two large messages from rank 3, one from rank 4.
+	q.Add(&match.Frag{Src: 3, ID: 1, Data: "3/1"})
+	q.Add(&match.Frag{Src: 3, ID: 2, Data: "3/2"})
+	q.Add(&match.Frag{Src: 4, ID: 1, Data: "4/1"})
+
+	// The last fragment of 4/1 completes it.
+	fmt.Println("done:", q.Take(4, 1).Data)
+
+	// Rank 3 is purged: its partial messages are dropped.
+	for _, f := range q.Purge(3) {
+		fmt.Println("dropped:", f.Data)
+	}
+	fmt.Println("left:", q.Len())
+	// Output:
+	// done: 4/1
+	// dropped: 3/1
+	// dropped: 3/2
+	// left: 0
+}

@@ -88,7 +88,8 @@ func (m *Matcher) CouldMatch(r *Recv, s Src) bool { return m.couldMatch(r, m.src
 func (r *Recv) toldOf(s Src) bool { return slices.Contains(r.told, s) }
 
 // Fail marks s failed. It may be called again for a source that is
-// already failed.
+// already failed: nothing is told twice, and in Suspend mode a failure
+// that Resume acknowledged becomes pending again.
 //
 // Suspend mode: the failure of s becomes pending and matching stops until
 // Resume is called or every pending failed source is purged. Fail returns,

@@ -513,3 +513,46 @@ func TestFastPathAllocs(t *testing.T) {
 		t.Fatalf("fast path allocates %.1f times per run", allocs)
 	}
 }
+
+// Exact receives and unexpected messages whose tags share a hash bucket
+// still match by their own tag, in order.
+func TestBucketCollision(t *testing.T) {
+	t1 := tg(1, 1)
+	var t2 uint64
+	for x := t1 + 1; ; x++ {
+		if bucket(x) == bucket(t1) {
+			t2 = x
+			break
+		}
+	}
+	m := newTest(Suspend)
+	a, b, c := rv("a", t1, exact), rv("b", t2, exact), rv("c", t1, exact)
+	m.PostRecv(a)
+	m.PostRecv(b)
+	m.PostRecv(c)
+	if got := m.Arrive(&Msg{Tag: t2}); got != b {
+		t.Fatalf("Arrive t2 took %v, want b", got)
+	}
+	if got := m.Arrive(&Msg{Tag: t1}); got != a {
+		t.Fatalf("Arrive t1 took %v, want a", got)
+	}
+	if !m.CancelRecv(c) {
+		t.Fatal("c not posted")
+	}
+	x, y, z := &Msg{Tag: t1, Data: "x"}, &Msg{Tag: t2, Data: "y"}, &Msg{Tag: t1, Data: "z"}
+	m.Arrive(x)
+	m.Arrive(y)
+	m.Arrive(z)
+	if got := m.PostRecv(rv("", t2, exact)); got != y {
+		t.Fatalf("PostRecv t2 took %v, want y", got)
+	}
+	if !m.RemoveMsg(x) {
+		t.Fatal("x not queued")
+	}
+	if got := m.PostRecv(rv("", t1, exact)); got != z {
+		t.Fatalf("PostRecv t1 took %v, want z", got)
+	}
+	if p, u := m.Len(); p != 0 || u != 0 {
+		t.Fatalf("Len = %d,%d", p, u)
+	}
+}
