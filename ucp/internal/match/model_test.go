@@ -516,10 +516,10 @@ func modelConfigs() []Config {
 }
 
 func TestModel(t *testing.T) {
-	seeds := 200
-	steps := 3000
+	seeds := 100
+	steps := 2000
 	if testing.Short() {
-		seeds = 50
+		seeds = 20
 	}
 	for _, cfg := range modelConfigs() {
 		t.Run(fmt.Sprintf("%v/srcmask=%#x", cfg.Mode, cfg.SourceMask), func(t *testing.T) {
