@@ -45,7 +45,7 @@
 //
 // While matching is suspended, PostRecv and Arrive only queue, and Probe
 // returns nil (a message seen now could belong to an earlier receive once
-// matching resumes). CancelRecv, RemoveMsg, Len work as always. The
+// matching resumes). CancelRecv, RemoveMsg, Drain, Len work as always. The
 // matcher does not reject messages from failed sources: if the worker
 // hands one to Arrive it is matched or queued like any other.
 //

@@ -354,3 +354,23 @@ func (m *Matcher) unlinkMsg(msg *Msg) {
 	msg.queued = false
 	m.nunexp--
 }
+
+// Drain removes every posted receive (returned in post order) and every
+// unexpected message (returned in arrival order), for a worker that
+// closes: it completes the receives as canceled and frees the messages.
+// Failure state (failed and pending sources, source tags) is kept.
+func (m *Matcher) Drain() (recvs []*Recv, msgs []*Msg) {
+	for r := m.posted.head; r != nil; {
+		next := r.gnext
+		m.unlinkRecv(r)
+		recvs = append(recvs, r)
+		r = next
+	}
+	for msg := m.unexp.head; msg != nil; {
+		next := msg.gnext
+		m.unlinkMsg(msg)
+		msgs = append(msgs, msg)
+		msg = next
+	}
+	return recvs, msgs
+}

@@ -377,7 +377,7 @@ func (md *model) randTag(src opSource) uint64 {
 func (md *model) step(src opSource) {
 	md.t.Helper()
 	m, f := md.m, md.f
-	switch op := src.intn(20); {
+	switch op := src.intn(21); {
 	case op < 6: // post
 		id := src.intn(numRecv)
 		r := md.recv[id]
@@ -465,6 +465,23 @@ func (md *model) step(src opSource) {
 		md.log = append(md.log, fmt.Sprintf("sourcetag %d", s))
 		m.SetSourceTag(s, srcBits(s)|0x1cf) // non-source bits are ignored
 		f.tags[s] = srcBits(s) & f.cfg.SourceMask
+	case op == 20: // drain, rarely
+		if src.intn(8) != 0 {
+			return
+		}
+		md.log = append(md.log, "drain")
+		gr, gm := m.Drain()
+		var wr, wm []int
+		for _, r := range f.posted {
+			wr = append(wr, r.id)
+		}
+		for _, x := range f.unexp {
+			wm = append(wm, x.id)
+		}
+		f.posted, f.unexp = nil, nil
+		if !eq(recvIDs(gr), wr) || !eq(msgIDs(gm), wm) {
+			md.fatalf("Drain = %v %v, want %v %v", recvIDs(gr), msgIDs(gm), wr, wm)
+		}
 	case op == 19: // check a posted receive
 		id := src.intn(numRecv)
 		gn, gs := m.CheckPosted(md.recv[id])
