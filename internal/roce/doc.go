@@ -40,5 +40,10 @@
 // encodings ([RNRTimer], [LocalAckTimeout]), AETH syndromes ([ACK],
 // [RNRNak], [NAK]) and the path MTU enumeration ([MTU]).
 //
+// [Pcap] writes classic pcap files of RoCEv2 packets with the Ethernet,
+// IP and UDP headers the kernel would add, for tests that want Wireshark
+// (tshark) to look at what they send; this package's own tests use it to
+// have tshark dissect every opcode.
+//
 // The package owns nothing but these codecs: no sockets, no state.
 package roce
