@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// buildBinary builds this command into a temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool in PATH to build the perftest binary")
+	}
+	bin := filepath.Join(t.TempDir(), "perftest")
+	out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runBinary runs bin with args and a generous timeout.
+func runBinary(t *testing.T, bin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("%q did not finish in 2 minutes; stderr:\n%s", args, e.String())
+	}
+	return o.String(), e.String(), code
+}
+
+// checkJSON checks that out has one plausible JSON result per size.
+func checkJSON(t *testing.T, test string, sizes []int, out string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(sizes) {
+		t.Fatalf("%s: %d lines for %d sizes:\n%s", test, len(lines), len(sizes), out)
+	}
+	for i, line := range lines {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%s: line %q: %v", test, line, err)
+		}
+		if r["test"] != test || r["transport"] != "shm" || r["size"] != float64(sizes[i]) || r["iterations"] != float64(1000) {
+			t.Errorf("%s: line %d identifies %v %v %v %v", test, i, r["test"], r["transport"], r["size"], r["iterations"])
+		}
+		for _, k := range []string{"lat_median_us", "lat_avg_us", "lat_p99_us", "lat_overall_us", "bw_mbs", "bw_avg_mbs", "msg_rate", "msg_rate_avg"} {
+			v, ok := r[k].(float64)
+			if !ok || !(v > 0) || math.IsInf(v, 0) {
+				t.Errorf("%s size %d: %s = %v, want a positive finite number", test, sizes[i], k, r[k])
+			}
+		}
+		med, p99 := r["lat_median_us"].(float64), r["lat_p99_us"].(float64)
+		if p99 < med {
+			t.Errorf("%s size %d: p99 %v below the median %v", test, sizes[i], p99, med)
+		}
+		// One iteration per message: rate × latency is 1 (ping-pong: 2× one-way).
+		perIter := 1e6 / r["msg_rate"].(float64)
+		overall := r["lat_overall_us"].(float64)
+		if k := findTest(test).kind; k == pingPong {
+			overall *= 2
+		}
+		if math.Abs(perIter-overall) > 1e-6*perIter+1e-9 {
+			t.Errorf("%s size %d: 1/msg_rate = %v us, overall latency per iteration %v us", test, sizes[i], perIter, overall)
+		}
+	}
+}
+
+// Every available test runs in local mode (two processes) with short runs
+// and prints one plausible JSON line per size.
+func TestLocalAllTests(t *testing.T) {
+	bin := buildBinary(t)
+	for _, tc := range tests {
+		if tc.available() != nil {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			sizes := []int{8, 4096}
+			if tc.fixedSize > 0 {
+				sizes = []int{tc.fixedSize}
+			}
+			out, errOut, code := runBinary(t, bin, "-l", "-t", tc.name, "-s", "8,4096", "-n", "1000", "-w", "100", "--json")
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+			checkJSON(t, tc.name, sizes, out)
+		})
+	}
+}
+
+// Sleep wait mode (Arm/Wait) and the table and CSV formats.
+func TestLocalSleepTableCSV(t *testing.T) {
+	bin := buildBinary(t)
+	out, errOut, code := runBinary(t, bin, "-l", "-t", "am_lat", "-E", "sleep", "-e", "peer", "-s", "8,100", "-n", "1000", "-w", "10")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "| typical |  99%ile |") || !strings.Contains(out, "|        8 |         1000 |") ||
+		!strings.Contains(out, "|      100 |         1000 |") {
+		t.Errorf("table output:\n%s", out)
+	}
+	out, errOut, code = runBinary(t, bin, "-l", "-t", "put_bw", "-s", "64", "-n", "1000", "-w", "10", "--csv")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "test,transport,size,iterations,") ||
+		!strings.HasPrefix(lines[1], "put_bw,shm,64,1000,") {
+		t.Errorf("csv: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// Tests and transports that are not built yet say so and exit 1; a size
+// the transport cannot carry is a usage error.
+func TestLocalUnavailable(t *testing.T) {
+	bin := buildBinary(t)
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"-l", "-t", "tag_lat"}, 1, "ucp tests need package ucp"},
+		{[]string{"-l", "-t", "am_lat", "-x", "rc"}, 1, "transport rc is not available yet"},
+		{[]string{"-l", "-t", "am_lat", "-s", "1m", "-n", "10"}, 2, "exceeds the iface's limit"},
+		{[]string{"-l", "-t", "am_lat", "-s", "4", "-n", "10"}, 2, "at least 8 bytes"},
+	} {
+		out, errOut, code := runBinary(t, bin, c.args...)
+		if code != c.code || !strings.Contains(errOut, c.msg) {
+			t.Errorf("%q: exit %d, stderr %q, stdout %q; want exit %d and %q", c.args, code, errOut, out, c.code, c.msg)
+		}
+	}
+}

@@ -1,0 +1,35 @@
+package report_test
+
+import (
+	"os"
+	"time"
+
+	"github.com/ucgo/ucgo/bench/perftest/internal/report"
+)
+
+// Four 8-byte ping-pong round trips of 1, 2, 3 and 10 µs measured in 16 µs
+// of wall time, printed as a table and as a JSON line.
+func Example() {
+	rec := report.NewRecorder(4)
+	for _, us := range []time.Duration{1, 2, 3, 10} {
+		rec.Add(us * time.Microsecond)
+	}
+	res := report.Compute(report.Run{
+		Test: "am_lat", Transport: "shm", Size: 8, Iterations: 4,
+		PingPong: true, Elapsed: 16 * time.Microsecond,
+	}, rec.Samples())
+	tw := &report.Writer{W: os.Stdout, Format: report.Table}
+	tw.Write(res)
+	tw.Close()
+	jw := &report.Writer{W: os.Stdout, Format: report.JSON}
+	jw.Write(res)
+	// Output:
+	// +----------+--------------+----------------------------------------+-----------------------+-------------------------+
+	// |          |              |             latency (usec)             |   bandwidth (MB/s)    |  message rate (msg/s)   |
+	// +----------+--------------+---------+---------+---------+----------+-----------+-----------+------------+------------+
+	// |     size | # iterations | typical |  99%ile | average |  overall |   average |   overall |    average |    overall |
+	// +----------+--------------+---------+---------+---------+----------+-----------+-----------+------------+------------+
+	// |        8 |            4 |   1.250 |   5.000 |   2.000 |    2.000 |      1.91 |      1.91 |     250000 |     250000 |
+	// +----------+--------------+---------+---------+---------+----------+-----------+-----------+------------+------------+
+	// {"test":"am_lat","transport":"shm","size":8,"iterations":4,"lat_median_us":1.25,"lat_avg_us":2,"lat_p99_us":5,"lat_overall_us":2,"bw_avg_mbs":1.9073486328125,"bw_mbs":1.9073486328125,"msg_rate_avg":250000,"msg_rate":250000}
+}

@@ -1,0 +1,269 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"time"
+)
+
+// MaxSamples bounds the memory of a Recorder: runs with more iterations
+// keep every k-th sample.
+const MaxSamples = 1 << 24
+
+// Recorder keeps per-iteration durations. Create it before the measured
+// loop; Add does not allocate.
+type Recorder struct {
+	samples []uint32 // nanoseconds, saturated at 2^32-1
+	stride  int
+	skip    int
+}
+
+// NewRecorder returns a recorder for iters iterations.
+func NewRecorder(iters int) *Recorder {
+	stride := 1
+	for iters/stride > MaxSamples {
+		stride++
+	}
+	return &Recorder{samples: make([]uint32, 0, iters/stride+1), stride: stride}
+}
+
+// Reset forgets the samples and keeps the memory.
+func (r *Recorder) Reset() { r.samples, r.skip = r.samples[:0], 0 }
+
+// Add records one iteration's duration.
+func (r *Recorder) Add(d time.Duration) {
+	if r.skip > 0 {
+		r.skip--
+		return
+	}
+	r.skip = r.stride - 1
+	if len(r.samples) == cap(r.samples) {
+		return
+	}
+	ns := d.Nanoseconds()
+	switch {
+	case ns < 0:
+		ns = 0
+	case ns > math.MaxUint32:
+		ns = math.MaxUint32
+	}
+	r.samples = append(r.samples, uint32(ns))
+}
+
+// Len is the number of samples kept.
+func (r *Recorder) Len() int { return len(r.samples) }
+
+// Samples returns the kept samples in nanoseconds (not a copy).
+func (r *Recorder) Samples() []uint32 { return r.samples }
+
+// Result is the figures of one message size. Latencies are microseconds,
+// bandwidths MB/s (2^20 bytes), message rates messages per second.
+type Result struct {
+	Test       string  `json:"test"`
+	Transport  string  `json:"transport"`
+	Size       int     `json:"size"`
+	Iterations int     `json:"iterations"`
+	LatMedian  float64 `json:"lat_median_us"`
+	LatAvg     float64 `json:"lat_avg_us"`
+	LatP99     float64 `json:"lat_p99_us"`
+	LatOverall float64 `json:"lat_overall_us"`
+	BWAvg      float64 `json:"bw_avg_mbs"`
+	BW         float64 `json:"bw_mbs"` // overall
+	RateAvg    float64 `json:"msg_rate_avg"`
+	Rate       float64 `json:"msg_rate"` // overall
+}
+
+// Run describes what was measured.
+type Run struct {
+	Test, Transport string
+	Size            int  // bytes per iteration
+	Iterations      int  // measured iterations
+	PingPong        bool // one iteration is a round trip: latency is halved
+	// Elapsed is the wall time of the measured phase.
+	Elapsed time.Duration
+}
+
+const mbyte = 1 << 20
+
+// Compute derives the figures of run from its samples (nanoseconds per
+// iteration). With no samples the sample-based figures come from Elapsed.
+func Compute(run Run, samples []uint32) Result {
+	r := Result{Test: run.Test, Transport: run.Transport, Size: run.Size, Iterations: run.Iterations}
+	factor := 1.0
+	if run.PingPong {
+		factor = 2
+	}
+	overallNS := 0.0
+	if run.Iterations > 0 {
+		overallNS = float64(run.Elapsed.Nanoseconds()) / float64(run.Iterations)
+	}
+	avgNS, medNS, p99NS := overallNS, overallNS, overallNS
+	if len(samples) > 0 {
+		s := slices.Clone(samples)
+		slices.Sort(s)
+		sum := 0.0
+		for _, v := range s {
+			sum += float64(v)
+		}
+		avgNS = sum / float64(len(s))
+		medNS = percentile(s, 50)
+		p99NS = percentile(s, 99)
+	}
+	r.LatMedian = medNS / factor / 1e3
+	r.LatP99 = p99NS / factor / 1e3
+	r.LatAvg = avgNS / factor / 1e3
+	r.LatOverall = overallNS / factor / 1e3
+	r.RateAvg = perSecond(avgNS)
+	r.Rate = perSecond(overallNS)
+	r.BWAvg = r.RateAvg * float64(run.Size) / mbyte
+	r.BW = r.Rate * float64(run.Size) / mbyte
+	return r
+}
+
+func perSecond(ns float64) float64 {
+	if ns <= 0 {
+		return 0
+	}
+	return 1e9 / ns
+}
+
+// percentile of sorted s by the nearest-rank method; the median of an even
+// count is the mean of the two middle values.
+func percentile(s []uint32, p int) float64 {
+	n := len(s)
+	if p == 50 {
+		if n%2 == 1 {
+			return float64(s[n/2])
+		}
+		return (float64(s[n/2-1]) + float64(s[n/2])) / 2
+	}
+	rank := (p*n + 99) / 100 // ceil(p/100*n)
+	if rank < 1 {
+		rank = 1
+	}
+	return float64(s[rank-1])
+}
+
+// Format is an output format.
+type Format int
+
+const (
+	Table Format = iota
+	CSV
+	JSON
+)
+
+var (
+	cellWidths = []int{10, 14, 9, 9, 9, 10, 11, 11, 12, 12}
+	tableRule  = rule(cellWidths)
+	tableTop   = rule([]int{10, 14, 9*3 + 10 + 3, 11*2 + 1, 12*2 + 1})
+	tableHead  = tableTop + "\n" +
+		"|          |              |             latency (usec)             |   bandwidth (MB/s)    |  message rate (msg/s)   |\n" +
+		tableRule + "\n" +
+		"|     size | # iterations | typical |  99%ile | average |  overall |   average |   overall |    average |    overall |\n" +
+		tableRule
+)
+
+const csvHead = "test,transport,size,iterations,lat_median_us,lat_p99_us,lat_avg_us,lat_overall_us,bw_avg_mbs,bw_mbs,msg_rate_avg,msg_rate"
+
+func rule(widths []int) string {
+	b := []byte{'+'}
+	for _, w := range widths {
+		for range w {
+			b = append(b, '-')
+		}
+		b = append(b, '+')
+	}
+	return string(b)
+}
+
+// Writer prints results in one format; the table and CSV headers are
+// printed before the first row.
+type Writer struct {
+	W      io.Writer
+	Format Format
+	// Title is printed above the table header (table format only).
+	Title string
+	head  bool
+}
+
+// Header prints the header now if it was not printed yet.
+func (w *Writer) Header() error {
+	if w.head {
+		return nil
+	}
+	w.head = true
+	var err error
+	switch w.Format {
+	case Table:
+		if w.Title != "" {
+			_, err = fmt.Fprintln(w.W, w.Title)
+			if err != nil {
+				return err
+			}
+		}
+		_, err = fmt.Fprintln(w.W, tableHead)
+	case CSV:
+		_, err = fmt.Fprintln(w.W, csvHead)
+	}
+	return err
+}
+
+// Write prints one result.
+func (w *Writer) Write(r Result) error {
+	if err := w.Header(); err != nil {
+		return err
+	}
+	var err error
+	switch w.Format {
+	case Table:
+		_, err = fmt.Fprintln(w.W, TableRow(r))
+	case CSV:
+		_, err = fmt.Fprintf(w.W, "%s,%s,%d,%d,%.3f,%.3f,%.3f,%.3f,%.2f,%.2f,%.0f,%.0f\n",
+			r.Test, r.Transport, r.Size, r.Iterations, r.LatMedian, r.LatP99, r.LatAvg, r.LatOverall,
+			r.BWAvg, r.BW, r.RateAvg, r.Rate)
+	case JSON:
+		var b []byte
+		b, err = json.Marshal(finite(r))
+		if err == nil {
+			_, err = fmt.Fprintf(w.W, "%s\n", b)
+		}
+	}
+	return err
+}
+
+// Close prints the table's closing rule.
+func (w *Writer) Close() error {
+	if w.Format == Table && w.head {
+		_, err := fmt.Fprintln(w.W, tableRule)
+		return err
+	}
+	return nil
+}
+
+// TableRow formats r as one row of the table.
+func TableRow(r Result) string {
+	return fmt.Sprintf("|%9d |%13d |%8.3f |%8.3f |%8.3f |%9.3f |%10.2f |%10.2f |%11.0f |%11.0f |",
+		r.Size, r.Iterations, r.LatMedian, r.LatP99, r.LatAvg, r.LatOverall, r.BWAvg, r.BW, r.RateAvg, r.Rate)
+}
+
+// Progress formats the live progress line of a running measurement.
+func Progress(size, done, iters int, lastNS float64, pingPong bool) string {
+	if pingPong {
+		lastNS /= 2
+	}
+	return fmt.Sprintf("size %d: %d/%d iterations, %.3f usec", size, done, iters, lastNS/1e3)
+}
+
+// finite replaces NaN and infinities (which JSON cannot carry) with 0.
+func finite(r Result) Result {
+	for _, p := range []*float64{&r.LatMedian, &r.LatAvg, &r.LatP99, &r.LatOverall, &r.BWAvg, &r.BW, &r.RateAvg, &r.Rate} {
+		if math.IsNaN(*p) || math.IsInf(*p, 0) {
+			*p = 0
+		}
+	}
+	return r
+}

@@ -1,0 +1,111 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPercentile(t *testing.T) {
+	s := make([]uint32, 200)
+	for i := range s {
+		s[i] = uint32(i + 1) // 1..200
+	}
+	if got := percentile(s, 50); got != 100.5 {
+		t.Errorf("median of 1..200 = %v, want 100.5", got)
+	}
+	if got := percentile(s, 99); got != 198 {
+		t.Errorf("p99 of 1..200 = %v, want 198", got)
+	}
+	if got := percentile(s[:3], 50); got != 2 {
+		t.Errorf("median of 1..3 = %v", got)
+	}
+	if got := percentile(s[:1], 99); got != 1 {
+		t.Errorf("p99 of one sample = %v", got)
+	}
+}
+
+func TestComputeStream(t *testing.T) {
+	// 1000 operations of 1 MiB: 999 of 100 µs and one of 1.1 ms, and 0.2 ms
+	// of final flush: 100.1 ms + 0.2 ms of wall time.
+	rec := NewRecorder(1000)
+	for i := 0; i < 999; i++ {
+		rec.Add(100 * time.Microsecond)
+	}
+	rec.Add(1100 * time.Microsecond)
+	r := Compute(Run{Test: "put_bw", Transport: "shm", Size: 1 << 20, Iterations: 1000, Elapsed: 101300 * time.Microsecond}, rec.Samples())
+	want := Result{Test: "put_bw", Transport: "shm", Size: 1 << 20, Iterations: 1000,
+		LatMedian: 100, LatP99: 100, LatAvg: 101, LatOverall: 101.3,
+		RateAvg: 1e6 / 101, Rate: 1e6 / 101.3, BWAvg: 1e6 / 101, BW: 1e6 / 101.3}
+	if !near(r, want) {
+		t.Errorf("got  %+v\nwant %+v", r, want)
+	}
+	row := TableRow(r)
+	if wantRow := "|  1048576 |         1000 | 100.000 | 100.000 | 101.000 |  101.300 |   9900.99 |   9871.67 |       9901 |       9872 |"; row != wantRow {
+		t.Errorf("row\n got %q\nwant %q", row, wantRow)
+	}
+	var b bytes.Buffer
+	w := &Writer{W: &b, Format: CSV}
+	w.Write(r)
+	w.Close()
+	if want := csvHead + "\nput_bw,shm,1048576,1000,100.000,100.000,101.000,101.300,9900.99,9871.67,9901,9872\n"; b.String() != want {
+		t.Errorf("csv\n got %q\nwant %q", b.String(), want)
+	}
+}
+
+func TestComputePingPongAndEmpty(t *testing.T) {
+	r := Compute(Run{Test: "am_lat", Size: 8, Iterations: 10, PingPong: true, Elapsed: 20 * time.Microsecond}, nil)
+	if r.LatMedian != 1 || r.LatAvg != 1 || r.LatP99 != 1 || r.LatOverall != 1 || r.Rate != 500000 || r.BW != 500000*8.0/(1<<20) {
+		t.Errorf("without samples: %+v", r)
+	}
+	r = Compute(Run{Test: "am_lat", Size: 8}, nil)
+	var b bytes.Buffer
+	(&Writer{W: &b, Format: JSON}).Write(r)
+	var m map[string]any
+	if err := json.Unmarshal(b.Bytes(), &m); err != nil {
+		t.Fatalf("zero run: %v: %s", err, b.String())
+	}
+	for _, k := range []string{"test", "transport", "size", "iterations", "lat_median_us", "lat_avg_us", "lat_p99_us", "bw_mbs", "msg_rate"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("JSON lacks %q: %s", k, b.String())
+		}
+	}
+	b.Reset()
+	(&Writer{W: &b, Format: JSON}).Write(Result{LatAvg: math.NaN(), BW: math.Inf(1)})
+	if !strings.Contains(b.String(), `"lat_avg_us":0`) || !strings.Contains(b.String(), `"bw_mbs":0`) {
+		t.Errorf("non-finite values: %s", b.String())
+	}
+}
+
+func TestRecorder(t *testing.T) {
+	r := NewRecorder(10)
+	if n := testing.AllocsPerRun(100, func() { r.Reset(); r.Add(time.Microsecond) }); n != 0 {
+		t.Errorf("Add allocates %v times", n)
+	}
+	r.Reset()
+	r.Add(-5)
+	r.Add(time.Hour)
+	if s := r.Samples(); len(s) != 2 || s[0] != 0 || s[1] != math.MaxUint32 {
+		t.Errorf("saturation: %v", s)
+	}
+	big := NewRecorder(3*MaxSamples + 5)
+	if big.stride != 4 || cap(big.samples) > MaxSamples+1 {
+		t.Errorf("stride %d cap %d", big.stride, cap(big.samples))
+	}
+	for i := 0; i < 9; i++ {
+		big.Add(time.Duration(i))
+	}
+	if s := big.Samples(); len(s) != 3 || s[0] != 0 || s[1] != 4 || s[2] != 8 {
+		t.Errorf("strided samples %v", s)
+	}
+}
+
+func near(a, b Result) bool {
+	eq := func(x, y float64) bool { return math.Abs(x-y) <= 1e-9*math.Max(1, math.Abs(y)) }
+	return a.Test == b.Test && a.Transport == b.Transport && a.Size == b.Size && a.Iterations == b.Iterations &&
+		eq(a.LatMedian, b.LatMedian) && eq(a.LatP99, b.LatP99) && eq(a.LatAvg, b.LatAvg) && eq(a.LatOverall, b.LatOverall) &&
+		eq(a.RateAvg, b.RateAvg) && eq(a.Rate, b.Rate) && eq(a.BWAvg, b.BWAvg) && eq(a.BW, b.BW)
+}

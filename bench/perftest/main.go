@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ucgo/ucgo/bench/perftest/internal/report"
+)
+
+// localServerEnv marks the server process that -l starts; its value is the
+// address to listen on.
+const localServerEnv = "UCGO_PERFTEST_LOCAL_SERVER"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err == nil {
+		err = dispatch(cfg, stdout)
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(stderr, "perftest:", strings.TrimPrefix(err.Error(), "usage: "))
+		return 2
+	default:
+		fmt.Fprintln(stderr, "perftest:", err)
+		return 1
+	}
+}
+
+func dispatch(cfg *config, stdout io.Writer) error {
+	if cfg.List {
+		_, err := fmt.Fprint(stdout, testList())
+		return err
+	}
+	if host := os.Getenv(localServerEnv); host != "" {
+		return localServer(cfg, host, stdout)
+	}
+	if inMPI() {
+		return runMPI(cfg, stdout)
+	}
+	if cfg.Local {
+		return runLocal(cfg, stdout)
+	}
+	pin(cfg.CPU)
+	if cfg.Host != "" {
+		if _, err := checkRunnable(cfg); err != nil {
+			return err
+		}
+		ch, err := dial(cfg, cfg.Host, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		defer ch.Close()
+		return runSide(cfg, ch, true, writer(cfg, stdout), progressOut(stdout))
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "perftest: waiting for a client on %s\n", ln.Addr())
+	return serve(cfg, ln)
+}
+
+func writer(cfg *config, stdout io.Writer) *report.Writer {
+	w := &report.Writer{W: stdout, Format: cfg.Format}
+	if cfg.Format == report.Table {
+		w.Title = fmt.Sprintf("%s over %s (%s, %d iterations, %d warm-up)", cfg.Test, cfg.Transport, cfg.Wait, cfg.Iters, cfg.Warmup)
+	}
+	return w
+}
+
+// progressOut is stdout when it is a terminal, else nil (no live line).
+func progressOut(stdout io.Writer) io.Writer {
+	if f, ok := stdout.(*os.File); ok && isTerminal(f) {
+		return f
+	}
+	return nil
+}
+
+// localServer is the server process of -l: it listens on host, port 0,
+// tells the parent the port on stdout and serves one client.
+func localServer(cfg *config, host string, stdout io.Writer) error {
+	pin(cfg.CPU)
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "port %d\n", ln.Addr().(*net.TCPAddr).Port)
+	return serve(cfg, ln)
+}
+
+// runLocal is -l: it starts the server as a second process of this binary
+// (placed by the transport's local plan) and runs the client against it.
+func runLocal(cfg *config, stdout io.Writer) (err error) {
+	if _, err := checkRunnable(cfg); err != nil {
+		return err
+	}
+	tr := findTransport(cfg.Transport)
+	plan := localPlan{ListenHost: "127.0.0.1"}
+	if tr.local != nil {
+		if plan, err = tr.local(); err != nil {
+			return fmt.Errorf("local mode for %s: %w", tr.name, err)
+		}
+	}
+	if plan.Cleanup != nil {
+		defer func() { err = errors.Join(err, plan.Cleanup()) }()
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	clientCPU, serverCPU := cfg.CPU, -1
+	if n := runtime.NumCPU(); n > 1 {
+		if clientCPU < 0 {
+			clientCPU = 0
+		}
+		serverCPU = n - 1
+		if serverCPU == clientCPU {
+			serverCPU = 0
+		}
+	}
+	argv := append(append([]string(nil), plan.ServerPrefix...), exe, "-c", strconv.Itoa(serverCPU))
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), localServerEnv+"="+plan.ListenHost)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start the server process: %w", err)
+	}
+	exited := make(chan error, 1)
+	defer func() {
+		select {
+		case werr := <-exited:
+			if werr != nil && err == nil {
+				err = fmt.Errorf("server process: %w", werr)
+			}
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+			if err == nil {
+				err = errors.New("server process did not exit; killed")
+			}
+		}
+	}()
+	var line string
+	line, err = bufio.NewReader(out).ReadString('\n')
+	go func() { exited <- cmd.Wait() }()
+	if err != nil {
+		return fmt.Errorf("server process did not report its port: %w", err)
+	}
+	port, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(line), "port "))
+	if err != nil {
+		return fmt.Errorf("server process said %q: %w", line, err)
+	}
+	pin(clientCPU)
+	c := *cfg
+	c.Port = port
+	ch, err := dial(&c, plan.ListenHost, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	defer ch.Close()
+	return runSide(cfg, ch, true, writer(cfg, stdout), progressOut(stdout))
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ucgo/ucgo/bench/perftest/internal/report"
+)
+
+// checkRunnable says whether cfg's test and transport can run here.
+func checkRunnable(cfg *config) (*testDef, error) {
+	t := findTest(cfg.Test)
+	if t == nil {
+		return nil, fmt.Errorf("%w: unknown test %q", errUsage, cfg.Test)
+	}
+	if err := t.available(); err != nil {
+		return nil, err
+	}
+	tr := findTransport(cfg.Transport)
+	if tr == nil {
+		return nil, fmt.Errorf("%w: unknown transport %q", errUsage, cfg.Transport)
+	}
+	if err := tr.available(); err != nil {
+		return nil, err
+	}
+	if cfg.ErrMode == "failover" {
+		return nil, fmt.Errorf("error mode failover is a ucp policy and needs package ucp: %w", errUnavailable)
+	}
+	if t.rmaPoll && cfg.Wait == "sleep" {
+		return nil, fmt.Errorf("%w: %s polls memory written by the peer, which wakes no one; use -E poll", errUsage, t.name)
+	}
+	return t, nil
+}
+
+// pin locks the calling goroutine to its thread and the thread to cpu.
+func pin(cpu int) {
+	if cpu < 0 || cpu >= runtime.NumCPU() {
+		return
+	}
+	runtime.LockOSThread()
+	var set unix.CPUSet
+	set.Set(cpu)
+	_ = unix.SchedSetaffinity(0, &set)
+}
+
+// runSide runs every size of cfg's test on one side. The initiator writes
+// the results to out (nil on the responder) and progress to progress.
+func runSide(cfg *config, ch oob, initiator bool, out *report.Writer, progress io.Writer) (err error) {
+	t, err := checkRunnable(cfg)
+	if err != nil {
+		return err
+	}
+	s, err := newSession(cfg, t, initiator)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, s.Close()) }()
+	peer, err := ch.exchange(s.setup())
+	if err != nil {
+		return fmt.Errorf("exchange: %w", err)
+	}
+	if err := s.connect(peer); err != nil {
+		return err
+	}
+	if initiator {
+		s.progress = progress
+	}
+	sizes := t.sizes(cfg.Sizes)
+	rec := report.NewRecorder(cfg.Iters)
+	for _, size := range sizes {
+		s.zero()
+		if err := ch.barrier(); err != nil {
+			return fmt.Errorf("barrier: %w", err)
+		}
+		s.rec = nil
+		if cfg.Warmup > 0 {
+			if err := t.run(s, size, cfg.Warmup, false); err != nil {
+				return fmt.Errorf("%s size %d warm-up: %w", t.name, size, err)
+			}
+		}
+		rec.Reset()
+		if initiator {
+			s.rec = rec
+		}
+		s.size, s.iters = size, cfg.Iters
+		start := time.Now()
+		s.prev, s.lastTick = start, start
+		if err := t.run(s, size, cfg.Iters, true); err != nil {
+			return fmt.Errorf("%s size %d: %w", t.name, size, err)
+		}
+		elapsed := time.Since(start)
+		if s.progress != nil && elapsed >= time.Second {
+			fmt.Fprint(s.progress, "\r\x1b[K")
+		}
+		if out != nil {
+			res := report.Compute(report.Run{Test: t.name, Transport: cfg.Transport, Size: size,
+				Iterations: cfg.Iters, PingPong: t.kind == pingPong, Elapsed: elapsed}, rec.Samples())
+			if err := out.Write(res); err != nil {
+				return err
+			}
+		}
+	}
+	if err := ch.barrier(); err != nil {
+		return fmt.Errorf("final barrier: %w", err)
+	}
+	if out != nil {
+		return out.Close()
+	}
+	return nil
+}
