@@ -70,6 +70,8 @@ const (
 	ipIDEnd = 8 + 8
 	// maxUDPPayload is the largest UDP payload of an IPv4 datagram.
 	maxUDPPayload = 65535 - ip4HdrLen - udpHdrLen
+	// maxUDPLen is the largest UDP payload the UDP length field allows.
+	maxUDPLen = 65535 - udpHdrLen
 )
 
 // family reports whether src and dst are both IPv4 (v4 true) or both
@@ -95,7 +97,7 @@ func icrc(udp []byte, src, dst netip.AddrPort, id uint16, df bool) uint32 {
 	if !ok {
 		panic(fmt.Sprintf("roce: ICRC for addresses %v -> %v: not both IPv4 or both IPv6", src, dst))
 	}
-	if len(udp) < BTHLen+ICRCLen {
+	if len(udp) < BTHLen+ICRCLen || len(udp) > maxUDPLen {
 		panic(fmt.Sprintf("roce: ICRC of a %d-byte UDP payload", len(udp)))
 	}
 	n := len(udp)
@@ -142,8 +144,9 @@ func icrc(udp []byte, src, dst netip.AddrPort, id uint16, df bool) uint32 {
 // a Linux unconnected UDP socket with IP_PMTUDISC_DO sends it: IPv4
 // without options, IP ID 0, DF set; or IPv6. The UDP ports are covered.
 // The value goes on the wire little-endian. ICRC panics if udp is shorter
-// than BTHLen+ICRCLen or the addresses are not both IPv4 (IPv4-mapped
-// counts as IPv4) or both IPv6.
+// than BTHLen+ICRCLen or longer than a UDP datagram can be (65527), or
+// the addresses are not both IPv4 (IPv4-mapped counts as IPv4) or both
+// IPv6.
 func ICRC(udp []byte, src, dst netip.AddrPort) uint32 {
 	return icrc(udp, src, dst, 0, true)
 }
@@ -171,8 +174,8 @@ func ICRC(udp []byte, src, dst netip.AddrPort) uint32 {
 // checksum 0.
 func CheckICRC(udp []byte, src, dst netip.AddrPort) error {
 	n := len(udp)
-	if n < BTHLen+ICRCLen {
-		return fmt.Errorf("%w: %w: %d bytes, shorter than BTH and ICRC", ErrBadICRC, ErrMalformed, n)
+	if n < BTHLen+ICRCLen || n > maxUDPLen {
+		return fmt.Errorf("%w: %w: %d-byte UDP payload", ErrBadICRC, ErrMalformed, n)
 	}
 	if _, _, _, ok := family(src, dst); !ok {
 		return fmt.Errorf("%w: addresses %v -> %v not both IPv4 or both IPv6", ErrBadICRC, src, dst)

@@ -113,8 +113,9 @@ func padFor(n int) int { return -n & 3 }
 // The ICRC is computed for the packet as a Linux unconnected UDP socket
 // with IP_PMTUDISC_DO sends it from src to dst: no IP options, IP ID 0,
 // DF set (see [ICRC]). src and dst must both be IPv4 (IPv4-mapped IPv6 counts as
-// IPv4) or both IPv6; anything else is a programming error and panics,
-// like an index out of range. Append allocates only if b lacks capacity.
+// IPv4) or both IPv6, and the packet must fit a UDP datagram; anything
+// else is a programming error and panics, like an index out of range.
+// Append allocates only if b lacks capacity.
 func Append(b []byte, p *Packet, src, dst netip.AddrPort) []byte {
 	n := p.WireLen()
 	start := len(b)

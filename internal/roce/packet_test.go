@@ -693,3 +693,33 @@ func TestDecodeOverwritesPacket(t *testing.T) {
 		t.Fatalf("stale fields after Decode: %+v", q)
 	}
 }
+
+func TestSourcePort(t *testing.T) {
+	// Observed: rxe's QP 0x11 talking to remote QP 0x11 sends from 49441
+	// (rxe-vm README, testdata/rxe-pingpong.pcap).
+	if got := SourcePort(0, 0x11, 0x11); got != 49441 {
+		t.Errorf("SourcePort(0, 0x11, 0x11) = %d, want 49441", got)
+	}
+	// A flow label is used as is: low 14 bits xor high 6 bits.
+	if got := SourcePort(0xfc001, 5, 7); got != 0xc000|(1^0x3f) {
+		t.Errorf("SourcePort(0xfc001, ...) = %#x", got)
+	}
+	for _, q := range [][2]uint32{{0, 0}, {1, 1}, {0xffffff, 0xffffff}, {0x123, 0x456789}} {
+		if p := SourcePort(0, q[0], q[1]); p < 0xc000 {
+			t.Errorf("SourcePort(0, %#x, %#x) = %d below 0xc000", q[0], q[1], p)
+		}
+	}
+}
+
+func TestICRCOversizePanics(t *testing.T) {
+	big := make([]byte, maxUDPLen+4)
+	if err := CheckICRC(big, hostAP, vmAP); !errors.Is(err, ErrMalformed) {
+		t.Errorf("CheckICRC of %d bytes: %v", len(big), err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("ICRC of an oversized payload did not panic")
+		}
+	}()
+	ICRC(big, hostAP, vmAP)
+}

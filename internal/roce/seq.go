@@ -113,3 +113,21 @@ func Overhead(ipv6 bool) int {
 	}
 	return ip + 8 + BTHLen + RETHLen + ImmLen + ICRCLen
 }
+
+// SourcePort returns the UDP source port Linux RoCE drivers (rxe, and
+// the kernel's rdma_get_udp_sport) use for a QP: derived from the GRH
+// flow label, or if that is 0 from the local and remote QP numbers, and
+// folded into 0xc000..0xffff. Keeping it fixed per QP keeps a
+// connection on one ECMP path. (The ICRC covers the source port, so a
+// receiver must use the port the datagram came from, whatever it is.)
+func SourcePort(flowLabel, localQPN, remoteQPN uint32) uint16 {
+	fl := flowLabel & 0xfffff
+	if fl == 0 {
+		v := uint64(localQPN) * uint64(remoteQPN)
+		v ^= v >> 20
+		v ^= v >> 40
+		fl = uint32(v) & 0xfffff
+	}
+	low := fl&0x3fff ^ fl>>14
+	return uint16(low) | 0xc000
+}
