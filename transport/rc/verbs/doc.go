@@ -1,0 +1,62 @@
+// Package verbs is the verbs model of the rc transport and its software
+// RoCEv2 provider: InfiniBand verbs semantics (protection domains, memory
+// regions, completion queues with completion channels, reliable-connected
+// queue pairs with the IB state machine, shared receive queues, async
+// events) over RoCEv2 packets (UDP port 4791, BTH/RETH/AETH/AtomicETH/
+// ImmDt, ICRC) sent and received from user space on an ordinary UDP
+// socket, so it runs on any IPv4 network and a packet capture decodes as
+// RoCEv2. Names follow ibverbs: Open ≈ ibv_open_device, AllocPD, RegMR,
+// CreateCQ, NewCompChannel, CreateQP, QP.Modify ≈ ibv_modify_qp,
+// PostSend, PostRecv, CQ.Poll ≈ ibv_poll_cq, Events ≈ ibv_get_async_event.
+//
+// # Ownership
+//
+// A Device owns one non-blocking UDP socket bound to its address (port
+// 4791 unless configured), a netlink socket watching its netdev's link
+// state, an async event queue (uct.EventQueue), and every PD, MR, CQ, QP
+// and SRQ made from it; Device.Close moves every QP to ERR, stops the
+// background goroutines and closes the sockets. An MR keeps the byte slice
+// it registered referenced; remote addresses are virtual addresses inside
+// it (MR.Addr() + offset). QP numbers are unique per device.
+//
+// # Progress model
+//
+// There is no goroutine on the data path. One mutex per device (the
+// engine mutex) guards all of its state. The engine runs when the user
+// calls Device.Progress, CQ.Poll (which runs Progress before returning
+// completions) or CompChannel.GetCQEvent (which runs it while it waits):
+// it drains the socket with recvmmsg in batches, runs the responder
+// (SEND/WRITE/READ/atomic execution, ACK coalescing, NAKs, duplicate
+// detection and replay of READs and atomics from responder resources)
+// and the completer (ACKs, NAKs, READ responses, go-back-N
+// retransmission), fires due timers (local ACK timeout, RNR waits;
+// checked against a monotonic clock on every pass) and sends whatever
+// became ready with sendmmsg, using UDP GSO for runs of equal-size
+// packets to one peer. PostSend builds and sends the new packets before
+// it returns.
+//
+// So that a peer is not stalled when the owner stops driving the engine
+// (a process busy elsewhere, a thread blocked in its own wait), a
+// background goroutine wakes every Config.ProgressInterval (2 ms) and
+// runs Progress itself, but only if nobody has run it during the last
+// interval and only if the engine mutex is free (TryLock): it never
+// competes with an owner that polls. A caller with its own event loop
+// uses Device.Fd (readable when packets wait) and Device.NextTimeout, or
+// Device.Wait.
+//
+// # Errors
+//
+// Work completions carry ibv_wc_status values (WCStatus). A QP that hits
+// an error goes to ERR: its first failed WR completes with the real
+// status, the others with WCWRFlushErr, and WRs posted later complete
+// with WCWRFlushErr. Responder-side errors also post async events
+// (QP request error, QP access error, QP fatal), as do CQ overrun (CQ
+// error), SRQ limit, last WQE reached, SQ drained, communication
+// established, and the link going down or up (port error, port active).
+// API errors wrap uct status codes (uct.ErrInvalidParam,
+// uct.ErrNoResource, uct.ErrRouteLost, ...).
+//
+// Limits: IPv4 only, one port, RC only, no memory windows, no
+// alternate path; the ICRC assumes the IPv4 header a Linux unconnected
+// socket with IP_PMTUDISC_DO sends (IP ID 0, DF).
+package verbs

@@ -1,0 +1,231 @@
+package verbs
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	"github.com/ucgo/ucgo/internal/roce"
+)
+
+// now returns the engine's monotonic clock in ns.
+func (d *Device) now() int64 { return int64(time.Since(d.epoch)) }
+
+// markReady queues qp for the transmit stage.
+func (d *Device) markReady(qp *QP) {
+	if !qp.inReady {
+		qp.inReady = true
+		d.ready = append(d.ready, qp)
+	}
+}
+
+// unready drops qp from the engine's lists (RESET, ERR, destroy).
+func (d *Device) unready(qp *QP) {
+	if qp.inReady {
+		qp.inReady = false
+		for i, q := range d.ready {
+			if q == qp {
+				d.ready = append(d.ready[:i], d.ready[i+1:]...)
+				break
+			}
+		}
+	}
+	qp.req.deadline, qp.req.rnrUntil = 0, 0
+}
+
+// armTimer makes sure the timer scan looks at qp.
+func (d *Device) armTimer(qp *QP) {
+	t := qp.nextDeadline()
+	if t == 0 {
+		return
+	}
+	if !qp.inTimed {
+		qp.inTimed = true
+		d.timed = append(d.timed, qp)
+	}
+	if d.nextTimer == 0 || t < d.nextTimer {
+		d.nextTimer = t
+	}
+}
+
+// emit appends a packet for dst to the transmit batch.
+func (d *Device) emit(p *roce.Packet, dst netip.AddrPort) {
+	n := p.WireLen()
+	i, ok := d.tx.slot(dst, n)
+	if !ok {
+		d.tx.flush(d.sock.fd, &d.ctr)
+		i, _ = d.tx.slot(dst, n)
+	}
+	d.tx.bufs[i] = roce.Append(d.tx.bufs[i], p, d.local, dst)
+}
+
+// Progress runs the engine once: it receives and processes waiting
+// packets, fires due timers (retransmission, RNR waits) and sends what
+// became ready. It never blocks for long: at most a short wait when the
+// socket's send buffer is full.
+func (d *Device) Progress() {
+	d.mu.Lock()
+	d.progressLocked()
+	d.mu.Unlock()
+}
+
+// maxRxRounds bounds the recvmmsg rounds of one Progress so that sending
+// is not starved by a flood.
+const maxRxRounds = 16
+
+func (d *Device) progressLocked() {
+	if d.closed {
+		return
+	}
+	now := d.now()
+	d.lastProg.Store(now)
+	for round := 0; round < maxRxRounds; round++ {
+		n := d.rx.recv(d.sock.fd)
+		for i := 0; i < n; i++ {
+			b, src := d.rx.packet(i)
+			d.handle(b, src)
+		}
+		if n < batchLen {
+			break
+		}
+		// Keep ACKs and READ responses flowing during a long burst.
+		d.transmit()
+	}
+	if d.nextTimer != 0 && d.now() >= d.nextTimer {
+		d.runTimers(d.now())
+	}
+	d.transmit()
+}
+
+// transmit runs the send stage of every ready QP and flushes the batch.
+func (d *Device) transmit() {
+	for len(d.ready) > 0 {
+		ready := d.ready
+		d.ready = nil
+		for _, qp := range ready {
+			qp.inReady = false
+		}
+		for _, qp := range ready {
+			qp.sendLocked()
+		}
+		if len(d.ready) > 0 {
+			// QPs out of budget: let the socket drain first.
+			d.tx.flush(d.sock.fd, &d.ctr)
+			break
+		}
+	}
+	d.tx.flush(d.sock.fd, &d.ctr)
+}
+
+func (d *Device) runTimers(now int64) {
+	d.nextTimer = 0
+	kept := d.timed[:0]
+	for _, qp := range d.timed {
+		qp.timerLocked(now)
+		t := qp.nextDeadline()
+		if t == 0 || qp.destroyed {
+			qp.inTimed = false
+			continue
+		}
+		kept = append(kept, qp)
+		if d.nextTimer == 0 || t < d.nextTimer {
+			d.nextTimer = t
+		}
+	}
+	for i := len(kept); i < len(d.timed); i++ {
+		d.timed[i] = nil
+	}
+	d.timed = kept
+}
+
+// handle processes one received UDP payload.
+func (d *Device) handle(b []byte, src netip.AddrPort) {
+	d.ctr.RxPackets++
+	if err := roce.CheckICRC(b, src, d.local); err != nil {
+		d.ctr.RxICRCErrors++
+		return
+	}
+	p := &d.pkt
+	if err := roce.Decode(b, p); err != nil {
+		d.ctr.RxMalformed++
+		return
+	}
+	qp := d.qps[p.BTH.DestQP]
+	// rxe's rule: the IP source must be the address in the QP's remote GID.
+	if qp == nil || qp.dst.Addr() != src.Addr() {
+		d.ctr.RxDropped++
+		return
+	}
+	if p.BTH.Opcode.IsResponse() {
+		qp.handleResponse(p)
+	} else {
+		qp.handleRequest(p)
+	}
+}
+
+// NextTimeout returns how long until the engine's next timer is due (a
+// negative value: none is armed).
+func (d *Device) NextTimeout() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.nextTimer == 0 {
+		return -1
+	}
+	return time.Duration(max(0, d.nextTimer-d.now()))
+}
+
+// Wait blocks until the socket is readable, the next timer is due or ctx
+// ends (then it returns ctx.Err()). Call Progress after it returns nil.
+func (d *Device) Wait(ctx context.Context) error {
+	return d.wait(ctx, -1)
+}
+
+// waitSlice bounds one poll so that ctx is checked regularly.
+const waitSlice = 10 * time.Millisecond
+
+func (d *Device) wait(ctx context.Context, extraFd int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t := waitSlice
+	if nt := d.NextTimeout(); nt >= 0 && nt < t {
+		t = nt
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if r := time.Until(dl); r < t {
+			t = max(0, r)
+		}
+	}
+	fds := []int{d.sock.fd}
+	if extraFd >= 0 {
+		fds = append(fds, extraFd)
+	}
+	pollFds(fds, t)
+	return ctx.Err()
+}
+
+// background is the watchdog goroutine: if the owner has not run
+// Progress for an interval (it stopped polling, or sleeps in a wait that
+// does not drive the engine), it runs Progress itself so that ACKs, READ
+// responses and retransmissions are not held up for the peer. It only
+// tries the engine mutex (TryLock), so it never delays an owner that is
+// progressing.
+func (d *Device) background(iv time.Duration) {
+	defer d.wg.Done()
+	t := time.NewTicker(iv)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+		}
+		if d.now()-d.lastProg.Load() < int64(iv) {
+			continue
+		}
+		if d.mu.TryLock() {
+			d.progressLocked()
+			d.mu.Unlock()
+		}
+	}
+}

@@ -1,0 +1,59 @@
+//go:build linux
+
+package verbs
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// mmsghdr is struct mmsghdr.
+type mmsghdr struct {
+	hdr unix.Msghdr
+	len uint32
+	_   [4]byte
+}
+
+// setMsg points h at one buffer, an optional address and optional
+// control data.
+func setMsg(h *mmsghdr, iov *unix.Iovec, buf []byte, name *unix.RawSockaddrInet4, ctrl []byte) {
+	iov.Base = unsafe.SliceData(buf)
+	iov.SetLen(len(buf))
+	h.hdr = unix.Msghdr{Iov: iov, Iovlen: 1}
+	if name != nil {
+		h.hdr.Name = (*byte)(unsafe.Pointer(name))
+		h.hdr.Namelen = unix.SizeofSockaddrInet4
+	}
+	if len(ctrl) > 0 {
+		h.hdr.Control = unsafe.SliceData(ctrl)
+		h.hdr.SetControllen(len(ctrl))
+	}
+	h.len = 0
+}
+
+func sendmmsg(fd int, msgs []mmsghdr) (int, error) {
+	n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(msgs))), uintptr(len(msgs)), unix.MSG_DONTWAIT, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+func recvmmsg(fd int, msgs []mmsghdr) (int, error) {
+	n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(msgs))), uintptr(len(msgs)), unix.MSG_DONTWAIT, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// putSegmentCmsg writes a UDP_SEGMENT control message for segment size
+// seg into b (which must hold unix.CmsgSpace(2) bytes).
+func putSegmentCmsg(b []byte, seg uint16) {
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+	h.Level = unix.SOL_UDP
+	h.Type = unix.UDP_SEGMENT
+	h.SetLen(unix.CmsgLen(2))
+	*(*uint16)(unsafe.Pointer(&b[unix.CmsgLen(0)])) = seg
+}

@@ -1,0 +1,407 @@
+package verbs
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// socket is the device's non-blocking UDP socket.
+type socket struct {
+	fd   int
+	port uint16
+	gso  bool
+}
+
+func openSocket(local netip.AddrPort, bufSize int, gso bool) (*socket, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("socket: %w", err)
+	}
+	s := &socket{fd: fd}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, bufSize); err != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, bufSize)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, bufSize); err != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, bufSize)
+	}
+	// DF set and IP ID 0 on an unconnected socket: what the ICRC assumes.
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("IP_MTU_DISCOVER: %w", err)
+	}
+	sa := &unix.SockaddrInet4{Port: int(local.Port()), Addr: local.Addr().As4()}
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("bind: %w", err)
+	}
+	if local.Port() == 0 {
+		sn, err := unix.Getsockname(fd)
+		if err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("getsockname: %w", err)
+		}
+		s.port = uint16(sn.(*unix.SockaddrInet4).Port)
+	} else {
+		s.port = local.Port()
+	}
+	if gso {
+		_, err := unix.GetsockoptInt(fd, unix.SOL_UDP, unix.UDP_SEGMENT)
+		s.gso = err == nil
+	}
+	return s, nil
+}
+
+func (s *socket) close() error {
+	if s.fd < 0 {
+		return nil
+	}
+	err := unix.Close(s.fd)
+	s.fd = -1
+	return err
+}
+
+func sockaddrOf(a netip.AddrPort) unix.RawSockaddrInet4 {
+	sa := unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: a.Addr().Unmap().As4()}
+	p := a.Port()
+	sa.Port = p>>8 | p<<8 // network byte order in memory
+	return sa
+}
+
+func addrPortOf(sa *unix.RawSockaddrInet4) netip.AddrPort {
+	p := sa.Port>>8 | sa.Port<<8
+	return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), p)
+}
+
+const (
+	batchLen   = 64
+	rxBufSize  = 4096 + 256
+	gsoMaxSegs = 64
+	gsoMaxLen  = 65507 // largest UDP payload
+)
+
+// txBatch collects packets and sends them with one sendmmsg. Consecutive
+// packets of equal size to one destination share a message and go out
+// with UDP_SEGMENT (GSO) when the socket supports it.
+type txBatch struct {
+	gso  bool
+	msgs []mmsghdr
+	iov  []unix.Iovec
+	bufs [][]byte
+	dst  []unix.RawSockaddrInet4
+	dap  []netip.AddrPort
+	ctrl [][]byte
+	seg  []int  // segment size of the message's packets
+	nseg []int  // packets in the message
+	shut []bool // a short last segment was added: no more
+	n    int    // messages in use
+}
+
+func (t *txBatch) init(gso bool) {
+	t.gso = gso
+	t.msgs = make([]mmsghdr, batchLen)
+	t.iov = make([]unix.Iovec, batchLen)
+	t.bufs = make([][]byte, batchLen)
+	size := rxBufSize
+	if gso {
+		size = gsoMaxLen
+	}
+	for i := range t.bufs {
+		t.bufs[i] = make([]byte, 0, size)
+	}
+	t.dst = make([]unix.RawSockaddrInet4, batchLen)
+	t.dap = make([]netip.AddrPort, batchLen)
+	t.ctrl = make([][]byte, batchLen)
+	for i := range t.ctrl {
+		t.ctrl[i] = make([]byte, unix.CmsgSpace(2))
+	}
+	t.seg = make([]int, batchLen)
+	t.nseg = make([]int, batchLen)
+	t.shut = make([]bool, batchLen)
+}
+
+// slot returns the buffer to append a packet of wireLen bytes for dst to;
+// the caller appends exactly wireLen bytes and stores it back with put. It
+// returns nil when the batch is full (flush first).
+func (t *txBatch) slot(dst netip.AddrPort, wireLen int) (int, bool) {
+	if t.n > 0 {
+		i := t.n - 1
+		if t.gso && t.dap[i] == dst && !t.shut[i] && t.nseg[i] < gsoMaxSegs &&
+			len(t.bufs[i])+wireLen <= gsoMaxLen && wireLen <= t.seg[i] {
+			if wireLen < t.seg[i] {
+				t.shut[i] = true
+			}
+			t.nseg[i]++
+			return i, true
+		}
+	}
+	if t.n == batchLen {
+		return 0, false
+	}
+	i := t.n
+	t.n++
+	t.bufs[i] = t.bufs[i][:0]
+	t.dap[i] = dst
+	t.dst[i] = sockaddrOf(dst)
+	t.seg[i] = wireLen
+	t.nseg[i] = 1
+	t.shut[i] = false
+	return i, true
+}
+
+// flush sends the batch. Errors other than a full socket buffer drop
+// the message concerned; a full buffer is waited out for a short while.
+func (t *txBatch) flush(fd int, ctr *Counters) {
+	if t.n == 0 {
+		return
+	}
+	for i := 0; i < t.n; i++ {
+		var ctrl []byte
+		if t.nseg[i] > 1 {
+			putSegmentCmsg(t.ctrl[i], uint16(t.seg[i]))
+			ctrl = t.ctrl[i]
+		}
+		setMsg(&t.msgs[i], &t.iov[i], t.bufs[i], &t.dst[i], ctrl)
+	}
+	sent := 0
+	deadline := time.Time{}
+	for sent < t.n {
+		k, err := sendmmsg(fd, t.msgs[sent:t.n])
+		if err == nil {
+			for i := sent; i < sent+k; i++ {
+				ctr.TxPackets += uint64(t.nseg[i])
+			}
+			sent += k
+			continue
+		}
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.EAGAIN || err == unix.ENOBUFS {
+			if deadline.IsZero() {
+				deadline = time.Now().Add(20 * time.Millisecond)
+			} else if time.Now().After(deadline) {
+				break
+			}
+			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+			_, _ = unix.Poll(pfd, 1)
+			continue
+		}
+		// Unreachable, link down, message too long: drop this one.
+		ctr.TxDropped += uint64(t.nseg[sent])
+		sent++
+	}
+	for i := sent; i < t.n; i++ {
+		ctr.TxDropped += uint64(t.nseg[i])
+	}
+	t.n = 0
+}
+
+// rxBatch receives up to batchLen packets with one recvmmsg.
+type rxBatch struct {
+	msgs []mmsghdr
+	iov  []unix.Iovec
+	bufs [][]byte
+	src  []unix.RawSockaddrInet4
+}
+
+func (r *rxBatch) init() {
+	r.msgs = make([]mmsghdr, batchLen)
+	r.iov = make([]unix.Iovec, batchLen)
+	r.bufs = make([][]byte, batchLen)
+	r.src = make([]unix.RawSockaddrInet4, batchLen)
+	for i := range r.bufs {
+		r.bufs[i] = make([]byte, rxBufSize)
+	}
+}
+
+// recv returns the number of packets received (0 if none waited).
+func (r *rxBatch) recv(fd int) int {
+	for i := range r.msgs {
+		setMsg(&r.msgs[i], &r.iov[i], r.bufs[i], &r.src[i], nil)
+	}
+	for {
+		n, err := recvmmsg(fd, r.msgs)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0
+		}
+		return n
+	}
+}
+
+// packet returns packet i of the last recv and its source.
+func (r *rxBatch) packet(i int) ([]byte, netip.AddrPort) {
+	n := int(r.msgs[i].len)
+	if r.msgs[i].hdr.Flags&unix.MSG_TRUNC != 0 {
+		n = 0
+	}
+	return r.bufs[i][:n], addrPortOf(&r.src[i])
+}
+
+func newEventFD() (int, error) {
+	return unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+}
+
+func eventFDSignal(fd int) {
+	var one = [8]byte{1}
+	_, _ = unix.Write(fd, one[:])
+}
+
+func eventFDDrain(fd int) {
+	var b [8]byte
+	_, _ = unix.Read(fd, b[:])
+}
+
+func closeFD(fd int) error { return unix.Close(fd) }
+
+// pollFds waits until one of fds is readable or timeout passes.
+func pollFds(fds []int, timeout time.Duration) {
+	var p [2]unix.PollFd
+	pf := p[:0]
+	for _, fd := range fds {
+		pf = append(pf, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+	}
+	ms := int((timeout + time.Millisecond - 1) / time.Millisecond)
+	if ms < 0 {
+		ms = 0
+	}
+	_, _ = unix.Poll(pf, ms)
+}
+
+// linkWatch follows a netdev's state over rtnetlink (RTM_NEWLINK and
+// RTM_DELLINK on the RTMGRP_LINK group) on a goroutine of its own.
+type linkWatch struct {
+	f    *os.File
+	wg   sync.WaitGroup
+	once sync.Once
+	err  error
+}
+
+// watchLink returns the link's current state (up and running) and starts
+// a goroutine that calls fn on every change.
+func watchLink(index int, fn func(up bool)) (bool, *linkWatch, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+	if err != nil {
+		return false, nil, fmt.Errorf("netlink socket: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: unix.RTMGRP_LINK}); err != nil {
+		unix.Close(fd)
+		return false, nil, fmt.Errorf("netlink bind: %w", err)
+	}
+	up, err := linkUp(index)
+	if err != nil {
+		unix.Close(fd)
+		return false, nil, err
+	}
+	w := &linkWatch{f: os.NewFile(uintptr(fd), "rtnetlink")}
+	w.wg.Add(1)
+	go w.run(index, up, fn)
+	return up, w, nil
+}
+
+func linkUp(index int) (bool, error) {
+	ifi, err := interfaceFlags(index)
+	if err != nil {
+		return false, err
+	}
+	return ifi&unix.IFF_UP != 0 && ifi&unix.IFF_RUNNING != 0, nil
+}
+
+func interfaceFlags(index int) (uint32, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	name, err := indexName(index)
+	if err != nil {
+		return 0, err
+	}
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		return 0, err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return 0, fmt.Errorf("SIOCGIFFLAGS %s: %w", name, err)
+	}
+	return uint32(ifr.Uint16()), nil
+}
+
+func indexName(index int) (string, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("")
+	if err != nil {
+		return "", err
+	}
+	ifr.SetUint32(uint32(index))
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFNAME, ifr); err != nil {
+		return "", fmt.Errorf("SIOCGIFNAME %d: %w", index, err)
+	}
+	return ifr.Name(), nil
+}
+
+func (w *linkWatch) run(index int, up bool, fn func(bool)) {
+	defer w.wg.Done()
+	buf := make([]byte, 1<<16)
+	for {
+		n, err := w.f.Read(buf)
+		if err != nil {
+			if errors.Is(err, os.ErrClosed) {
+				return
+			}
+			if errors.Is(err, syscall.ENOBUFS) {
+				// Lost messages: re-read the state.
+				if now, err := linkUp(index); err == nil && now != up {
+					up = now
+					fn(up)
+				}
+				continue
+			}
+			return
+		}
+		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+		if err != nil {
+			continue
+		}
+		for _, m := range msgs {
+			if m.Header.Type != unix.RTM_NEWLINK && m.Header.Type != unix.RTM_DELLINK {
+				continue
+			}
+			if len(m.Data) < unix.SizeofIfInfomsg {
+				continue
+			}
+			idx := int(int32(binary.NativeEndian.Uint32(m.Data[4:])))
+			if idx != index {
+				continue
+			}
+			flags := binary.NativeEndian.Uint32(m.Data[8:])
+			now := m.Header.Type == unix.RTM_NEWLINK && flags&unix.IFF_UP != 0 && flags&unix.IFF_RUNNING != 0
+			if now != up {
+				up = now
+				fn(up)
+			}
+		}
+	}
+}
+
+func (w *linkWatch) close() error {
+	w.once.Do(func() {
+		w.err = w.f.Close()
+		w.wg.Wait()
+	})
+	return w.err
+}
