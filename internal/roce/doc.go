@@ -9,8 +9,10 @@
 // payload, 0-3 pad bytes to a multiple of 4, and the 4-byte invariant
 // CRC (ICRC). [Append] encodes a [Packet] into a caller's buffer and
 // [Decode] parses one without copying the payload; neither allocates.
-// The IP and UDP headers are the kernel's business: send the bytes
-// with an ordinary UDP socket.
+// [AppendHeader] and [AppendTrailer] produce the same bytes in three
+// pieces (headers, the caller's payload, pad+ICRC) for a sendmsg with an
+// iovec each, so the payload is never copied. The IP and UDP headers are
+// the kernel's business: send the bytes with an ordinary UDP socket.
 //
 // # ICRC
 //

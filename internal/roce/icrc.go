@@ -90,17 +90,25 @@ func family(src, dst netip.AddrPort) (s, d netip.Addr, v4, ok bool) {
 
 // icrc returns the ICRC of udp (the whole UDP payload; its last 4 bytes
 // are not covered) for an IPv4 packet with the given IP ID and DF flag,
-// or an IPv6 packet (id and df unused). It panics if the addresses are
-// not of one family or udp is shorter than BTH and ICRC.
+// or an IPv6 packet (id and df unused).
 func icrc(udp []byte, src, dst netip.AddrPort, id uint16, df bool) uint32 {
+	c := icrcPrefix(udp, len(udp), src, dst, id, df)
+	return crc32.Update(c, crc32.IEEETable, udp[BTHLen:len(udp)-ICRCLen])
+}
+
+// icrcPrefix returns the CRC (in crc32.Update's convention, ready to be
+// continued with the bytes after the BTH) of the masked LRH, IP and UDP
+// headers and the masked BTH bth[:BTHLen], for a UDP payload of n bytes.
+// It panics if the addresses are not of one family, bth is shorter than
+// a BTH or n is out of range.
+func icrcPrefix(bth []byte, n int, src, dst netip.AddrPort, id uint16, df bool) uint32 {
 	s, d, v4, ok := family(src, dst)
 	if !ok {
 		panic(fmt.Sprintf("roce: ICRC for addresses %v -> %v: not both IPv4 or both IPv6", src, dst))
 	}
-	if len(udp) < BTHLen+ICRCLen || len(udp) > maxUDPLen {
-		panic(fmt.Sprintf("roce: ICRC of a %d-byte UDP payload", len(udp)))
+	if n < BTHLen+ICRCLen || n > maxUDPLen || len(bth) < BTHLen {
+		panic(fmt.Sprintf("roce: ICRC of a %d-byte UDP payload", n))
 	}
-	n := len(udp)
 	var buf [ip6HdrLen + udpHdrLen + BTHLen]byte
 	var ph []byte
 	if v4 {
@@ -133,10 +141,9 @@ func icrc(udp []byte, src, dst netip.AddrPort, id uint16, df bool) uint32 {
 	binary.BigEndian.PutUint16(u[2:], dst.Port())
 	binary.BigEndian.PutUint16(u[4:], uint16(udpHdrLen+n))
 	u[6], u[7] = 0xff, 0xff // UDP checksum
-	copy(u[udpHdrLen:], udp[:BTHLen])
+	copy(u[udpHdrLen:], bth[:BTHLen])
 	u[udpHdrLen+4] = 0xff // BTH reserved byte
-	st := rawUpdate(lrhState, ph)
-	return crc32.Update(^st, crc32.IEEETable, udp[BTHLen:n-ICRCLen])
+	return ^rawUpdate(lrhState, ph)
 }
 
 // ICRC returns the ICRC of the UDP payload udp (headers, payload, pad and

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"net/netip"
 	"slices"
 )
@@ -128,6 +129,37 @@ func Append(b []byte, p *Packet, src, dst netip.AddrPort) []byte {
 	binary.LittleEndian.PutUint32(out[n-ICRCLen:], ICRC(out, src, dst))
 	return b
 }
+
+// AppendHeader appends p's BTH and extension headers (p.HeaderLen()
+// bytes) to b, with the PadCount for len(p.Payload); p.Payload itself is
+// not appended. With [AppendTrailer] it lets a sender hand headers,
+// payload and trailer to the kernel as separate buffers (sendmsg with an
+// iovec each) instead of copying the payload: the three concatenated are
+// what [Append] produces.
+func AppendHeader(b []byte, p *Packet) []byte {
+	h := p.HeaderLen()
+	start := len(b)
+	b = slices.Grow(b, h)[:start+h]
+	putHeaders(b[start:], p)
+	return b
+}
+
+// AppendTrailer appends the pad and the ICRC that follow hdr and payload
+// on the wire to b: hdr must be the headers [AppendHeader] wrote for a
+// packet with this payload length. The ICRC is computed as by [Append]
+// (same panics). It allocates only if b lacks capacity.
+func AppendTrailer(b, hdr, payload []byte, src, dst netip.AddrPort) []byte {
+	pad := padFor(len(payload))
+	n := len(hdr) + len(payload) + pad + ICRCLen
+	c := icrcPrefix(hdr, n, src, dst, 0, true)
+	c = crc32.Update(c, crc32.IEEETable, hdr[BTHLen:])
+	c = crc32.Update(c, crc32.IEEETable, payload)
+	c = crc32.Update(c, crc32.IEEETable, zeroPad[:pad])
+	b = append(b, zeroPad[:pad]...)
+	return binary.LittleEndian.AppendUint32(b, c)
+}
+
+var zeroPad [3]byte
 
 // putHeaders writes the BTH and the extension headers of p into out.
 func putHeaders(out []byte, p *Packet) {

@@ -723,3 +723,23 @@ func TestICRCOversizePanics(t *testing.T) {
 	}()
 	ICRC(big, hostAP, vmAP)
 }
+
+func TestAppendHeaderTrailer(t *testing.T) {
+	for _, o := range allOpcodes() {
+		for _, n := range []int{0, 1, 3, 4, 7, 1001, 4096} {
+			for _, ap := range [][2]netip.AddrPort{{hostAP, vmAP}, {host6AP, vm6AP}} {
+				p := samplePacket(o, n)
+				want := Append(nil, &p, ap[0], ap[1])
+				hdr := AppendHeader([]byte("x"), &p)[1:]
+				if len(hdr) != p.HeaderLen() {
+					t.Fatalf("%v: header %d bytes, want %d", o, len(hdr), p.HeaderLen())
+				}
+				tr := AppendTrailer([]byte("y"), hdr, p.Payload, ap[0], ap[1])[1:]
+				got := append(append(append([]byte(nil), hdr...), p.Payload...), tr...)
+				if !bytes.Equal(got, want) {
+					t.Fatalf("%v n=%d: header+payload+trailer\n%x\nAppend\n%x", o, n, got, want)
+				}
+			}
+		}
+	}
+}
