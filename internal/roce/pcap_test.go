@@ -147,6 +147,12 @@ var tsharkFields = []string{
 // runTshark dissects path and returns one map field -> value per frame.
 func runTshark(t *testing.T, path string) []map[string]string {
 	t.Helper()
+	return runTsharkFields(t, path, tsharkFields)
+}
+
+// runTsharkFields dissects path and returns the given fields of each frame.
+func runTsharkFields(t *testing.T, path string, fields []string) []map[string]string {
+	t.Helper()
 	tshark, err := exec.LookPath("tshark")
 	if err != nil {
 		t.Skip("tshark not installed (apt-get install -y tshark); skipping the Wireshark cross-check")
@@ -158,7 +164,7 @@ func runTshark(t *testing.T, path string) []map[string]string {
 		"-o", "infiniband.rroce.port:4791",
 		"-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE",
 		"-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"}
-	for _, f := range tsharkFields {
+	for _, f := range fields {
 		args = append(args, "-e", f)
 	}
 	// Heuristic dissectors of IB payloads (RPC-over-RDMA, SMB Direct,
@@ -186,11 +192,11 @@ func runTshark(t *testing.T, path string) []map[string]string {
 	var rows []map[string]string
 	for _, line := range strings.Split(strings.TrimRight(stdout.String(), "\n"), "\n") {
 		vals := strings.Split(line, "\t")
-		if len(vals) != len(tsharkFields) {
-			t.Fatalf("tshark line with %d fields, want %d: %q", len(vals), len(tsharkFields), line)
+		if len(vals) != len(fields) {
+			t.Fatalf("tshark line with %d fields, want %d: %q", len(vals), len(fields), line)
 		}
 		row := map[string]string{}
-		for i, f := range tsharkFields {
+		for i, f := range fields {
 			row[f] = vals[i]
 		}
 		rows = append(rows, row)
@@ -325,5 +331,67 @@ func TestPcapRejectsMixedFamilies(t *testing.T) {
 	}
 	if buf.Len() != 24 {
 		t.Fatalf("%d bytes written, want only the 24-byte header", buf.Len())
+	}
+}
+
+// TestPcapTsharkAETH has Wireshark decode the AETH syndromes the
+// constructors build: kind, credit count, RNR timer and NAK code.
+func TestPcapTsharkAETH(t *testing.T) {
+	type tc struct {
+		a     AETH
+		kind  int    // Wireshark's syndrome opcode: 0 ACK, 1 RNR NAK, 3 NAK
+		field string // the field carrying the 5-bit value
+		value int
+	}
+	tcs := []tc{
+		{ACK(CreditsInvalid, 1), 0, "credit_count", 31},
+		{ACK(5, 2), 0, "credit_count", 5},
+		{RNRNak(12, 3), 1, "timer", 12},
+		{RNRNak(31, 4), 1, "timer", 31},
+		{NAK(NAKPSNSequenceError, 5), 3, "error_code", 0},
+		{NAK(NAKInvalidRequest, 6), 3, "error_code", 1},
+		{NAK(NAKRemoteAccessError, 7), 3, "error_code", 2},
+		{NAK(NAKRemoteOperationalError, 8), 3, "error_code", 3},
+		{NAK(NAKInvalidRDRequest, 9), 3, "error_code", 4},
+	}
+	path := filepath.Join(t.TempDir(), "aeth.pcap")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewPcap(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range tcs {
+		p := Packet{BTH: BTH{Opcode: OpAcknowledge, PKey: PKeyDefault, DestQP: 0x11, PSN: uint32(i)}, AETH: c.a}
+		if err := w.WritePacket(time.Unix(1700000000, 0), vmAP, hostAP, &p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	const pre = "infiniband.aeth.syndrome."
+	rows := runTsharkFields(t, path, []string{"_ws.expert", "_ws.malformed", pre + "opcode",
+		pre + "credit_count", pre + "timer", pre + "error_code", "infiniband.aeth.msn"})
+	if len(rows) != len(tcs) {
+		t.Fatalf("tshark shows %d frames, want %d", len(rows), len(tcs))
+	}
+	for i, c := range tcs {
+		want := map[string]string{
+			"_ws.expert": "", "_ws.malformed": "",
+			pre + "opcode": strconv.Itoa(c.kind), "infiniband.aeth.msn": strconv.Itoa(i + 1),
+			pre + "credit_count": "", pre + "timer": "", pre + "error_code": "",
+		}
+		want[pre+c.field] = strconv.Itoa(c.value)
+		for k, v := range want {
+			if rows[i][k] != v {
+				t.Errorf("AETH %#02x: tshark %s = %q, want %q", c.a.Syndrome, k, rows[i][k], v)
+			}
+		}
+		if int(c.a.Kind()) != c.kind {
+			t.Errorf("AETH %#02x: Kind %d, Wireshark's %d", c.a.Syndrome, c.a.Kind(), c.kind)
+		}
 	}
 }
