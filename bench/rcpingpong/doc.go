@@ -14,14 +14,41 @@
 // -q and a random PSN): it checks the exchange against a real peer where no
 // queue pair is available.
 //
-// TestInteropExchangeRXE boots the rxe-vm harness (../shared/tools/rxe-vm
-// from the repository root, found by walking up) once and checks, against
-// rdma-core's ibv_rc_pingpong and perftest's ib_write_bw and ib_read_bw in
-// the VM, both roles of the rc_pingpong exchange and both roles of
-// perftest's handshake (internal/oobexch). It needs root; it skips with a
+// # Interop tests
+//
+// TestInteropRXE boots the rxe-vm harness (../shared/tools/rxe-vm from the
+// repository root, found by walking up) and runs the interop cases against
+// the kernel's rdma_rxe and rdma-core's unmodified tools in the VM,
+// several cases per boot (a boot costs 7-10 s under TCG, more on a loaded
+// machine): each case has a VM side and a host side that run in order on
+// both sides and meet over TCP (distinct ports per case) and RoCE. The
+// console log and the host outputs are kept in separate files, so the
+// two sides' lines never interleave. It needs root; it skips with a
 // message when the harness or root is missing. RXEVM_CACHE names the
 // writable folder for the VM image (built there by build.sh when missing;
 // default: $XDG_CACHE_HOME/ucgo-rxevm).
+//
+// Cases that need an rdma-core QP under remote control use
+// testdata/rxepeer.c, built at test time with gcc against libibverbs
+// (package libibverbs-dev; the host is Debian 12 like the VM image, so the
+// dynamically linked binary runs there) and shipped into the VM with
+// run.sh -f. Without gcc or the headers those cases are not run (logged).
+// The rxepeer-loopback case connects two rxepeer QPs inside the VM through
+// a host-side driver and runs the one-sided suite (WRITE, READ, both
+// atomics, SEND with and without immediate, every byte checked) between
+// them: it proves the suite and the helper before they judge our side.
+//
+// # rxe quirks met so far
+//
+//   - retry_cnt 7 means "retry forever" in rxe (the IB spec gives the
+//     infinite meaning only to rnr_retry): a VM tool whose peer vanished
+//     never fails, so every VM-side tool runs under timeout.
+//   - rxe accepts an RC packet only if its IP source is the address in
+//     the QP's remote GID.
+//   - A rc_pingpong server accepts exactly one TCP connection: never probe
+//     its port.
+//   - run.sh exits 2 when its logs/ folder is empty (set -e with a
+//     failing ls in a pipeline): the test leaves a placeholder file there.
 //
 // The RoCE data path needs the software RoCEv2 provider of
 // transport/rc/verbs; until it is wired in, only -x runs.

@@ -116,9 +116,6 @@ func perftestWriteBWServer(port, localIP string) error {
 		}
 		fmt.Fprintf(&log, "perftest server %s: remote %v\n", step, rem)
 	}
-	// Print once the VM is done printing, so that the console lines of
-	// both sides do not interleave.
-	time.Sleep(2 * time.Second)
 	fmt.Print(log.String())
 	fmt.Println("PERFTEST-SERVER-OK")
 	return nil
