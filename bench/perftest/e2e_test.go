@@ -3,27 +3,52 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
-// buildBinary builds this command into a temporary directory.
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// buildBinary builds this command once into a temporary directory that
+// TestMain removes.
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go tool in PATH to build the perftest binary")
 	}
-	bin := filepath.Join(t.TempDir(), "perftest")
-	out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	binOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "perftest-e2e-"); binErr != nil {
+			return
+		}
+		out, err := exec.Command(goTool, "build", "-o", filepath.Join(binDir, "perftest"), ".").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
 	}
-	return bin
+	return filepath.Join(binDir, "perftest")
 }
 
 // runBinary runs bin with args and a generous timeout.
@@ -148,5 +173,35 @@ func TestLocalUnavailable(t *testing.T) {
 		if code != c.code || !strings.Contains(errOut, c.msg) {
 			t.Errorf("%q: exit %d, stderr %q, stdout %q; want exit %d and %q", c.args, code, errOut, out, c.code, c.msg)
 		}
+	}
+}
+
+// Every available test under "mpiexec -n 2" (MPICH's hydra, PMI-1).
+func TestMPIExecAllTests(t *testing.T) {
+	mpiexec, err := exec.LookPath("mpiexec")
+	if err != nil {
+		t.Skip("mpiexec not installed (Debian package mpich)")
+	}
+	bin := buildBinary(t)
+	for _, tc := range tests {
+		if tc.available() != nil {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			sizes := []int{8, 4096}
+			if tc.fixedSize > 0 {
+				sizes = []int{tc.fixedSize}
+			}
+			out, errOut, code := runBinary(t, mpiexec, "-n", "2", bin, "-t", tc.name, "-s", "8,4096", "-n", "1000", "-w", "100", "--json")
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+			checkJSON(t, tc.name, sizes, out)
+		})
+	}
+	// Ranks that disagree on the command line refuse to run.
+	out, errOut, code := runBinary(t, mpiexec, "-n", "1", bin, "-t", "am_lat", "-n", "10", ":", "-n", "1", bin, "-t", "am_lat", "-n", "20")
+	if code == 0 || !strings.Contains(errOut, "rank 0 runs") {
+		t.Errorf("mismatched ranks: exit %d\n%s\n%s", code, out, errOut)
 	}
 }

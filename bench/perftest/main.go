@@ -31,21 +31,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err == nil {
-		err = dispatch(cfg, stdout)
+		err = dispatch(cfg, stdout, stderr)
 	}
+	if err != nil {
+		fmt.Fprintln(stderr, "perftest:", errText(err))
+	}
+	return exitCode(err)
+}
+
+// errText is err's message without the "usage: " marker.
+func errText(err error) string { return strings.TrimPrefix(err.Error(), errUsage.Error()+": ") }
+
+// exitCode is 0 for success, 2 for usage errors, else 1.
+func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, errUsage):
-		fmt.Fprintln(stderr, "perftest:", strings.TrimPrefix(err.Error(), "usage: "))
 		return 2
 	default:
-		fmt.Fprintln(stderr, "perftest:", err)
 		return 1
 	}
 }
 
-func dispatch(cfg *config, stdout io.Writer) error {
+func dispatch(cfg *config, stdout, stderr io.Writer) error {
 	if cfg.List {
 		_, err := fmt.Fprint(stdout, testList())
 		return err
@@ -54,7 +63,7 @@ func dispatch(cfg *config, stdout io.Writer) error {
 		return localServer(cfg, host, stdout)
 	}
 	if inMPI() {
-		return runMPI(cfg, stdout)
+		return runMPI(cfg, stdout, stderr)
 	}
 	if cfg.Local {
 		return runLocal(cfg, stdout)
