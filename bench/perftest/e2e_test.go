@@ -201,7 +201,7 @@ func TestMPIExecAllTests(t *testing.T) {
 	}
 	// Ranks that disagree on the command line refuse to run.
 	out, errOut, code := runBinary(t, mpiexec, "-n", "1", bin, "-t", "am_lat", "-n", "10", ":", "-n", "1", bin, "-t", "am_lat", "-n", "20")
-	if code == 0 || !strings.Contains(errOut, "rank 0 runs") {
+	if code != 2 || !strings.Contains(errOut, "rank 0 runs") || !strings.Contains(errOut, "rank 1 runs") {
 		t.Errorf("mismatched ranks: exit %d\n%s\n%s", code, out, errOut)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -58,17 +59,19 @@ func (p *pmiOOB) barrier() error { return p.c.Barrier() }
 func (p *pmiOOB) Close() error { return p.c.Finalize() }
 
 // runMPI runs one side under "mpiexec -n 2": rank 0 is the initiator and
-// prints; both ranks parse the same command line, which rank 1 checks
-// against rank 0's.
-//
-// A rank that fails prints its error and aborts the job, so that the other
-// rank does not wait for it forever.
+// prints. Both ranks publish their parameters and refuse to run when they
+// differ (both ranks see that, so both exit cleanly). A rank that fails
+// later prints its error and aborts the job, so that the other rank does
+// not wait for it forever.
 func runMPI(cfg *config, stdout, stderr io.Writer) error {
 	c, err := pmi.FromEnv()
 	if err != nil {
 		return err
 	}
 	p := &pmiOOB{c: c}
+	if err := agree(cfg, p); err != nil {
+		return errors.Join(err, p.Close())
+	}
 	if err := runRank(cfg, p, stdout); err != nil {
 		fmt.Fprintf(stderr, "perftest: rank %d: %s\n", c.Rank, errText(err))
 		_ = c.Abort(exitCode(err))
@@ -78,32 +81,32 @@ func runMPI(cfg *config, stdout, stderr io.Writer) error {
 	return p.Close()
 }
 
-func runRank(cfg *config, p *pmiOOB, stdout io.Writer) error {
+// agree checks the job size and that both ranks run the same test.
+func agree(cfg *config, p *pmiOOB) error {
 	c := p.c
 	if c.Size != 2 {
 		return fmt.Errorf("%w: perftest runs on exactly 2 ranks (mpiexec -n 2), not %d", errUsage, c.Size)
 	}
-	if _, err := checkRunnable(cfg); err != nil {
-		return err
-	}
 	mine := &message{Kind: kindParams, Params: cfg.params()}
-	if c.Rank == 0 {
-		if err := p.publish("params", mine); err != nil {
-			return err
-		}
+	if err := p.publish("params", mine); err != nil {
+		return err
 	}
 	if err := c.Barrier(); err != nil {
 		return err
 	}
-	if c.Rank == 1 {
-		m, err := p.fetch("params", 0)
-		if err != nil {
-			return err
-		}
-		if !bytes.Equal(m.encode(), mine.encode()) {
-			return fmt.Errorf("%w: rank 0 runs %+v, rank 1 %+v", errUsage, m.Params, mine.Params)
-		}
+	m, err := p.fetch("params", 1-c.Rank)
+	if err != nil {
+		return err
 	}
+	if !bytes.Equal(m.encode(), mine.encode()) {
+		return fmt.Errorf("%w: rank %d runs %+v, rank %d %+v", errUsage, c.Rank, mine.Params, 1-c.Rank, m.Params)
+	}
+	_, err = checkRunnable(cfg)
+	return err
+}
+
+func runRank(cfg *config, p *pmiOOB, stdout io.Writer) error {
+	c := p.c
 	cpu := cfg.CPU
 	if cpu < 0 && runtime.NumCPU() > 1 {
 		cpu = c.Rank * (runtime.NumCPU() - 1)
