@@ -1,0 +1,236 @@
+package ucp
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ucgo/ucgo/transport/shm"
+	"github.com/ucgo/ucgo/uct"
+)
+
+// ErrorMode says how much the worker does about failing peers.
+type ErrorMode int
+
+const (
+	// ErrorModeNone: failures put the endpoint in error state and fail its
+	// requests, but no error callback is called, matching is never
+	// suspended and no keepalive runs.
+	ErrorModeNone ErrorMode = iota
+	// ErrorModePeer: every request completes even after force close or
+	// peer death, each endpoint's error callback is called once, tag
+	// matching follows MatchingMode, and keepalive watches silent peers.
+	ErrorModePeer
+)
+
+func (m ErrorMode) String() string {
+	if m == ErrorModePeer {
+		return "peer"
+	}
+	return "none"
+}
+
+// MatchingMode says what tag matching does when an endpoint fails (Peer
+// error mode only).
+type MatchingMode int
+
+const (
+	// MatchingSuspend (default) stops tag matching on a failure until
+	// ResumeMatching or Purge.
+	MatchingSuspend MatchingMode = iota
+	// MatchingNeverSuspend keeps matching; receives that can only match the
+	// failed peer complete with its error.
+	MatchingNeverSuspend
+)
+
+// Config configures a Context. The zero value is usable: every field has a
+// default, and environment variables override it (see the package doc).
+type Config struct {
+	// Transports are the uct components to use, in preference order.
+	// Nil means the built-in ones (DefaultTransports).
+	Transports []uct.Component
+
+	// ShortThresh: messages up to this size go eager short (one AMShort,
+	// no request state). 0 picks the AM lane's limit; -1 disables.
+	ShortThresh int
+	// ZcopyThresh: eager messages from this size use AMZcopy instead of
+	// AMBcopy. 0 picks 4096.
+	ZcopyThresh int
+	// RndvThresh: messages from this size use rendezvous. 0 picks the
+	// largest eager message the AM lane carries in one fragment (or 8192).
+	// Messages that do not fit one eager fragment always use rendezvous.
+	RndvThresh int
+	// RndvScheme picks the rendezvous data mover: RndvGet (default, the
+	// receiver GETs the sender's buffer) or RndvPut (the receiver sends a
+	// ready-to-receive with its buffer's key and the sender PUTs).
+	RndvScheme RndvScheme
+
+	// ErrorMode is None (default) or Peer.
+	ErrorMode ErrorMode
+	// KeepaliveInterval is the period of liveness checks in Peer mode
+	// (default 1s; negative disables).
+	KeepaliveInterval time.Duration
+	// MatchingMode is Suspend (default) or NeverSuspend.
+	MatchingMode MatchingMode
+	// SourceTagMask names the tag bits that carry the sender's rank;
+	// EPParams.SourceTag gives each endpoint's value. Needed to tell
+	// which posted receives can only match a failed peer.
+	SourceTagMask uint64
+	// ThreadSafe makes workers safe for use by several goroutines.
+	ThreadSafe bool
+}
+
+// RndvScheme is a rendezvous protocol.
+type RndvScheme int
+
+const (
+	// RndvGet: the receiver reads the sender's buffer (GetZcopy).
+	RndvGet RndvScheme = iota
+	// RndvPut: the sender writes into the receiver's buffer (PutZcopy).
+	RndvPut
+)
+
+// DefaultTransports returns the built-in transports that work on this
+// machine: shm.
+func DefaultTransports() []uct.Component { return []uct.Component{shm.New()} }
+
+// Environment variables read by NewContext.
+const (
+	EnvTLS          = "UCGO_TLS"
+	EnvShortThresh  = "UCGO_SHORT_THRESH"
+	EnvZcopyThresh  = "UCGO_ZCOPY_THRESH"
+	EnvRndvThresh   = "UCGO_RNDV_THRESH"
+	EnvRndvScheme   = "UCGO_RNDV_SCHEME"
+	EnvErrMode      = "UCGO_ERR_MODE"
+	EnvKeepalive    = "UCGO_KEEPALIVE_INTERVAL"
+	EnvMatchingMode = "UCGO_MATCHING_MODE"
+	EnvThreadSafe   = "UCGO_THREAD_SAFE"
+)
+
+// applyEnv overrides cfg from the environment (getenv is os.Getenv in
+// production). Bad values are errors wrapping uct.ErrInvalidParam.
+func applyEnv(cfg *Config, getenv func(string) string) error {
+	bad := func(k, v string, err error) error {
+		return fmt.Errorf("ucp: %s=%q: %w: %w", k, v, uct.ErrInvalidParam, err)
+	}
+	if v := getenv(EnvTLS); v != "" {
+		want := map[string]bool{}
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				want[n] = true
+			}
+		}
+		var out []uct.Component
+		for _, c := range cfg.Transports {
+			if want[c.Name()] || want["all"] {
+				out = append(out, c)
+			}
+		}
+		if len(out) == 0 {
+			return bad(EnvTLS, v, fmt.Errorf("no configured transport selected"))
+		}
+		cfg.Transports = out
+	}
+	for _, kv := range []struct {
+		k string
+		p *int
+	}{{EnvShortThresh, &cfg.ShortThresh}, {EnvZcopyThresh, &cfg.ZcopyThresh}, {EnvRndvThresh, &cfg.RndvThresh}} {
+		if v := getenv(kv.k); v != "" {
+			n, err := parseSize(v)
+			if err != nil {
+				return bad(kv.k, v, err)
+			}
+			*kv.p = n
+		}
+	}
+	if v := getenv(EnvRndvScheme); v != "" {
+		switch strings.ToLower(v) {
+		case "get", "get_zcopy":
+			cfg.RndvScheme = RndvGet
+		case "put", "put_zcopy":
+			cfg.RndvScheme = RndvPut
+		default:
+			return bad(EnvRndvScheme, v, fmt.Errorf("want get or put"))
+		}
+	}
+	if v := getenv(EnvErrMode); v != "" {
+		switch strings.ToLower(v) {
+		case "none":
+			cfg.ErrorMode = ErrorModeNone
+		case "peer":
+			cfg.ErrorMode = ErrorModePeer
+		default:
+			return bad(EnvErrMode, v, fmt.Errorf("want none or peer"))
+		}
+	}
+	if v := getenv(EnvKeepalive); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			if s, err2 := strconv.ParseFloat(v, 64); err2 == nil {
+				d, err = time.Duration(s*float64(time.Second)), nil
+			}
+		}
+		if err != nil {
+			return bad(EnvKeepalive, v, err)
+		}
+		cfg.KeepaliveInterval = d
+		if d == 0 {
+			cfg.KeepaliveInterval = -1
+		}
+	}
+	if v := getenv(EnvMatchingMode); v != "" {
+		switch strings.ToLower(v) {
+		case "suspend":
+			cfg.MatchingMode = MatchingSuspend
+		case "never_suspend", "neversuspend", "never":
+			cfg.MatchingMode = MatchingNeverSuspend
+		default:
+			return bad(EnvMatchingMode, v, fmt.Errorf("want suspend or never_suspend"))
+		}
+	}
+	if v := getenv(EnvThreadSafe); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return bad(EnvThreadSafe, v, err)
+		}
+		cfg.ThreadSafe = b
+	}
+	return nil
+}
+
+// parseSize parses "8192", "8k", "1m", "inf".
+func parseSize(v string) (int, error) {
+	s := strings.ToLower(strings.TrimSpace(v))
+	if s == "inf" || s == "infinity" {
+		return 1<<62 - 1, nil
+	}
+	mul := 1
+	switch {
+	case strings.HasSuffix(s, "k"), strings.HasSuffix(s, "kb"):
+		mul, s = 1<<10, strings.TrimRight(s, "kb")
+	case strings.HasSuffix(s, "m"), strings.HasSuffix(s, "mb"):
+		mul, s = 1<<20, strings.TrimRight(s, "mb")
+	case strings.HasSuffix(s, "g"), strings.HasSuffix(s, "gb"):
+		mul, s = 1<<30, strings.TrimRight(s, "gb")
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, err
+	}
+	if n < -1 {
+		return 0, fmt.Errorf("negative size")
+	}
+	if n > 0 {
+		n *= mul
+	}
+	return n, nil
+}
+
+func envOrOS(getenv func(string) string) func(string) string {
+	if getenv == nil {
+		return os.Getenv
+	}
+	return getenv
+}

@@ -1,0 +1,98 @@
+// Package ucp is the layer an MPI-like runtime programs against: a
+// Context (configuration and one memory domain per transport), Workers
+// (progress engines with their own ifaces, tag matcher and request pool)
+// and Endpoints (connections to peer workers over a set of transport
+// lanes), with tag send/receive, active messages, RMA and atomics, flush
+// and close, and an error model in which every request completes exactly
+// once with its own status.
+//
+// # Setup
+//
+//	ctx, _ := ucp.NewContext(ucp.Config{})        // shm by default
+//	w, _ := ctx.NewWorker()
+//	addr := w.Address()                           // exchange out of band
+//	ep, _ := w.Connect(peerAddr, ucp.EPParams{})
+//
+// Connect unpacks the peer's worker address (UnpackAddress), connects one
+// lane per common transport (shm only when both workers run on the same
+// host and boot) and sends a wireup request carrying our address and our
+// endpoint id; the peer answers with its id, creating an endpoint back to
+// us if it has none. Operations started before the answer are queued.
+// Every later message carries the receiver's endpoint id, so the receiver
+// finds the sender with one slice index.
+//
+// # Operations
+//
+// TagSend/TagRecv/TagProbe (64-bit tags with masks), AMSend with
+// SetAMHandler, Put/Get with Mem.PackRKey and Endpoint.UnpackRKey,
+// AtomicPost/AtomicFetch, Endpoint.Flush, Worker.Flush and
+// Endpoint.Close return a *Request immediately. A request completes once;
+// Wait(ctx) progresses the worker until then, Test polls, Cancel cancels
+// a posted receive or a send that has not left, an optional callback runs
+// from Progress (never inside the call that started the operation), and
+// Release returns it to the worker's pool.
+//
+// Tag protocols by size, on the endpoint's AM lane: eager short (one
+// AMShort, up to the lane's short limit minus 4 bytes or ShortThresh),
+// eager bcopy, eager zcopy (from ZcopyThresh), and rendezvous (from
+// RndvThresh, and always when the message does not fit one eager
+// fragment). Rendezvous sends an RTS with the sender's registered buffer
+// and packed key; the receiver GETs the data (RndvGet, default) and
+// answers ATS, or (RndvPut) answers RTR with its own buffer's key, the
+// sender PUTs and answers ATP. All tag messages of one endpoint travel on
+// one ordered lane and are matched on arrival, so messages with matching
+// tags are never overtaken, eager and rendezvous mixed. A message longer
+// than the receive buffer completes the receive with a *TruncatedError
+// (errors.Is uct.ErrMessageTruncated); Info().Length is the message's
+// length.
+//
+// # Errors
+//
+// In ErrorModePeer every request completes even after a force close or
+// the peer's death, and each endpoint's ErrorHandler runs once (from
+// Progress; it may close the endpoint). A failed endpoint fails new
+// operations at once with its status; requests queued on it complete with
+// uct.ErrCanceled, requests in flight with the transport's status (for a
+// dead peer an error matching uct.ErrPeerFailed). Peer death comes from
+// the transport (shm: pidfd) or from keepalive: every KeepaliveInterval
+// the worker checks the liveness of every lane (uct CheckLiveness).
+//
+// When an endpoint fails, tag matching is suspended (MatchingSuspend):
+// messages from healthy peers are still accepted and queued as
+// unexpected, posted receives stay posted, and every posted receive that
+// could match the failed peer is told once: Wait/Test return
+// ErrProcFailedPending while the request stays pending. ResumeMatching
+// restarts matching in the original order; Purge(ep) closes the endpoint,
+// completes the receives that can only match it with its error, drops its
+// unexpected messages and partial rendezvous transfers and then restarts
+// matching. MatchingNeverSuspend completes the receives that can only
+// match the failed peer at once and keeps matching. In ErrorModeNone
+// failures still fail the endpoint's requests, but no callback runs and
+// matching never stops.
+//
+// # Environment
+//
+// NewContext applies these overrides to its Config, in the UCX spirit:
+//
+//	UCGO_TLS=shm,rc               transports to use (names of Config.Transports)
+//	UCGO_SHORT_THRESH=64          eager short limit (bytes, k/m suffixes)
+//	UCGO_ZCOPY_THRESH=4k          eager zcopy threshold
+//	UCGO_RNDV_THRESH=8k           rendezvous threshold ("inf" for eager only)
+//	UCGO_RNDV_SCHEME=get|put      rendezvous data mover
+//	UCGO_ERR_MODE=none|peer       error mode
+//	UCGO_KEEPALIVE_INTERVAL=1s    keepalive period (Go duration or seconds; 0 disables)
+//	UCGO_MATCHING_MODE=suspend|never_suspend
+//	UCGO_THREAD_SAFE=1            workers safe for several goroutines
+//
+// # Concurrency and ownership
+//
+// A Worker is driven by one goroutine unless Config.ThreadSafe is set
+// (then a mutex serializes its state and one goroutine at a time runs the
+// transports' progress). No goroutine runs on the data path; the only
+// background goroutine is the keepalive timer of a Peer-mode worker. The
+// Context owns the memory domains, a Worker its ifaces, endpoints,
+// requests and unexpected messages; Close of each is idempotent.
+// Endpoints keep their lanes as a lane set (one uct endpoint and its iface
+// attributes per lane); queued work is bound to no lane, so failover
+// (package failover) can move it by re-picking lanes.
+package ucp

@@ -1,0 +1,615 @@
+package ucp
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/ucgo/ucgo/ucp/internal/match"
+	"github.com/ucgo/ucgo/uct"
+)
+
+// EPParams configure an endpoint.
+type EPParams struct {
+	// ErrorHandler is called once (Peer error mode) when the endpoint
+	// fails, from Progress, with the endpoint's error. It may close the
+	// endpoint.
+	ErrorHandler func(ep *Endpoint, err error)
+	// SourceTag is the peer's rank bits in tags (Config.SourceTagMask).
+	SourceTag uint64
+	// Timeout is passed to the transports' endpoints.
+	Timeout uct.EPParams
+}
+
+// CloseMode says how Endpoint.Close treats outstanding work.
+type CloseMode int
+
+const (
+	// CloseFlush completes outstanding operations, tells the peer, then
+	// closes.
+	CloseFlush CloseMode = iota
+	// CloseForce closes at once: outstanding requests complete with
+	// uct.ErrCanceled.
+	CloseForce
+)
+
+// lane is one transport connection of an endpoint.
+type lane struct {
+	ep     uct.Endpoint
+	wi     *wiface
+	attr   uct.IfaceAttr
+	failed error
+	kaComp uct.Completion
+	kaBusy bool
+}
+
+// Endpoint is a connection to one peer worker over a set of lanes. Its
+// methods start non-blocking operations; each returns a *Request.
+type Endpoint struct {
+	w        *Worker
+	id       uint32 // our id, sent by the peer in every message
+	rid      uint32 // the peer's id for us
+	ridKnown bool
+	uuid     uint64
+	name     string
+	params   EPParams
+	lanes    []lane
+	amLane   int
+	rmaLane  int
+	// shortMax, bcopyMax: largest eager payloads per protocol on the AM
+	// lane; zcopyMin, rndvMin: thresholds.
+	shortMax, bcopyMax, zcopyMin, rndvMin int
+
+	err          error
+	errReported  bool
+	remoteClosed bool
+	closed       bool
+	wireupDue    bool
+	inBacklog    bool
+
+	queue    reqList // not yet sent: wireup not done or back-pressure
+	inflight reqList // sent, waiting for a completion, ATS, RTR or ATP
+
+	scratch [128]byte
+}
+
+// Name returns a printable name of the peer.
+func (ep *Endpoint) Name() string { return ep.name }
+
+// Err returns the endpoint's error (nil while healthy).
+func (ep *Endpoint) Err() error {
+	ep.w.lock()
+	defer ep.w.unlock()
+	return ep.err
+}
+
+// Worker returns the endpoint's worker.
+func (ep *Endpoint) Worker() *Worker { return ep.w }
+
+// Connect creates an endpoint to the worker at the packed address addr
+// (from Worker.Address). If an endpoint to that worker exists (created by
+// an earlier Connect or by the peer connecting to us) it is returned with
+// p applied. Lanes are chosen by capability: shm only if both workers are
+// on the same host.
+func (w *Worker) Connect(addr []byte, p EPParams) (*Endpoint, error) {
+	a, err := UnpackAddress(addr)
+	if err != nil {
+		return nil, opErr("connect", "", err)
+	}
+	w.lock()
+	defer w.unlock()
+	if w.closed {
+		return nil, opErr("connect", "", uct.ErrClosed)
+	}
+	if ep := w.byUUID[a.UUID]; ep != nil {
+		ep.params = p
+		w.m.SetSourceTag(match.Src(ep.id), p.SourceTag)
+		return ep, nil
+	}
+	return w.newEP(a, p)
+}
+
+// newEP connects lanes to a and sends the wireup request (lock held).
+func (w *Worker) newEP(a Address, p EPParams) (*Endpoint, error) {
+	name := fmt.Sprintf("worker %016x", a.UUID)
+	ep := &Endpoint{w: w, uuid: a.UUID, name: name, params: p, id: uint32(len(w.eps))}
+	var errs []error
+	for _, ia := range a.Ifaces {
+		for _, wi := range w.ifaces {
+			if wi.md.comp.Name() != ia.Transport {
+				continue
+			}
+			if wi.attr.Cap.Has(uct.CapSharedMemory) && a.Host != w.ctx.host {
+				continue
+			}
+			uep, err := wi.it.Connect(ia.Addr, p.Timeout)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			ep.lanes = append(ep.lanes, lane{ep: uep, wi: wi, attr: wi.attr})
+		}
+	}
+	if len(ep.lanes) == 0 {
+		err := fmt.Errorf("no common transport: %w", uct.ErrUnreachable)
+		if len(errs) > 0 {
+			err = errs[0]
+		}
+		return nil, opErr("connect", name, err)
+	}
+	for i := range ep.lanes {
+		i := i
+		ep.lanes[i].kaComp.Func = func(c *uct.Completion) {
+			w.lock()
+			defer w.unlock()
+			ep.lanes[i].kaBusy = false
+			err := c.Status
+			c.Status = nil
+			if err != nil && uct.StatusOf(err).IsEndpointFatal() {
+				w.failEP(ep, err)
+			}
+		}
+	}
+	ep.pickLanes()
+	w.eps = append(w.eps, ep)
+	w.live = append(w.live, ep)
+	w.byUUID[a.UUID] = ep
+	if w.cfg.SourceTagMask != 0 {
+		w.m.SetSourceTag(match.Src(ep.id), p.SourceTag)
+	}
+	ep.wireupDue = true
+	ep.sendWireup()
+	return ep, nil
+}
+
+// pickLanes selects the AM lane (lowest latency) and the RMA lane
+// (highest bandwidth with get/put zcopy) among healthy lanes, and derives
+// the protocol thresholds. Queued work is not bound to a lane, so moving
+// it to other lanes needs nothing more; failover (failover/) calls this
+// after marking a lane failed.
+func (ep *Endpoint) pickLanes() bool {
+	ep.amLane, ep.rmaLane = -1, -1
+	for i := range ep.lanes {
+		ln := &ep.lanes[i]
+		if ln.failed != nil {
+			continue
+		}
+		if ln.attr.Cap.Has(uct.CapAMBcopy) && (ep.amLane < 0 || ln.attr.Latency < ep.lanes[ep.amLane].attr.Latency) {
+			ep.amLane = i
+		}
+		if ln.attr.Cap.Has(uct.CapGetZcopy|uct.CapPutZcopy) && (ep.rmaLane < 0 || ln.attr.Bandwidth > ep.lanes[ep.rmaLane].attr.Bandwidth) {
+			ep.rmaLane = i
+		}
+	}
+	if ep.amLane < 0 {
+		return false
+	}
+	cfg := &ep.w.cfg
+	at := &ep.lanes[ep.amLane].attr
+	ep.shortMax = -1
+	if at.Cap.Has(uct.CapAMShort) {
+		ep.shortMax = at.AMMaxShort - 4
+		if cfg.ShortThresh != 0 && cfg.ShortThresh < ep.shortMax {
+			ep.shortMax = cfg.ShortThresh
+		}
+	}
+	ep.bcopyMax = at.AMMaxBcopy - eagerHdr
+	ep.zcopyMin = cfg.ZcopyThresh
+	if !at.Cap.Has(uct.CapAMZcopy) || at.AMMaxZcopy < ep.bcopyMax+eagerHdr {
+		ep.zcopyMin = 1 << 62
+	}
+	ep.rndvMin = ep.bcopyMax + 1
+	if cfg.RndvThresh > 0 && cfg.RndvThresh < ep.rndvMin {
+		ep.rndvMin = cfg.RndvThresh
+	}
+	if ep.rmaLane < 0 {
+		ep.rndvMin = 1 << 62 // no rendezvous: large messages fail
+	}
+	return true
+}
+
+func (ep *Endpoint) sendWireup() {
+	if !ep.wireupDue || ep.err != nil {
+		return
+	}
+	m := wireup{kind: wireupReq, src: ep.id, addr: ep.w.addr}
+	if ep.ridKnown {
+		m.kind, m.dst = wireupRep, ep.rid
+	}
+	_, err := ep.lanes[ep.amLane].ep.AMBcopy(amWireup, m.encode(), nil)
+	switch {
+	case err == nil:
+		ep.wireupDue = false
+	case err == uct.ErrNoResource:
+		ep.w.toBacklog(ep)
+	default:
+		ep.w.failEP(ep, err)
+	}
+}
+
+// onWireup handles a connection request or reply (inside iface Progress).
+func (w *Worker) onWireup(arg any, data []byte, _ uct.AMFlags) {
+	m, err := decodeWireup(data)
+	if err != nil {
+		return
+	}
+	a, err := UnpackAddress(m.addr)
+	if err != nil {
+		return
+	}
+	w.lock()
+	defer w.unlock()
+	if w.closed {
+		return
+	}
+	ep := w.byUUID[a.UUID]
+	if ep == nil {
+		if m.kind != wireupReq {
+			return
+		}
+		if ep, err = w.newEP(a, EPParams{}); err != nil {
+			slog.Warn("ucp: cannot connect back to peer", "err", err)
+			return
+		}
+	}
+	if ep.err != nil {
+		return
+	}
+	ep.rid, ep.ridKnown = m.src, true
+	if m.kind == wireupReq {
+		ep.wireupDue = true
+		ep.sendWireup()
+	}
+	if !ep.queue.empty() {
+		w.toBacklog(ep)
+	}
+}
+
+func (w *Worker) epByID(id uint32) *Endpoint {
+	if int(id) < len(w.eps) {
+		if ep := w.eps[id]; ep != nil && !ep.closed {
+			return ep
+		}
+	}
+	return nil
+}
+
+func (w *Worker) toBacklog(ep *Endpoint) {
+	if !ep.inBacklog {
+		ep.inBacklog = true
+		w.backlog = append(w.backlog, ep)
+	}
+}
+
+// drainBacklog sends queued work of endpoints whose wireup finished or
+// whose lane had no resources (lock held).
+func (w *Worker) drainBacklog() int {
+	n := 0
+	bl := w.backlog
+	w.backlog = nil
+	for _, ep := range bl {
+		ep.inBacklog = false
+		if ep.closed || ep.err != nil {
+			continue
+		}
+		if ep.wireupDue {
+			ep.sendWireup()
+		}
+		if !ep.ridKnown {
+			w.toBacklog(ep)
+			continue
+		}
+		for r := ep.queue.head; r != nil; r = ep.queue.head {
+			err := w.dispatch(r)
+			if err == uct.ErrNoResource {
+				w.toBacklog(ep)
+				break
+			}
+			n++
+			if ep.err != nil || ep.closed {
+				break
+			}
+		}
+	}
+	return n
+}
+
+// post sends r now if nothing is queued before it, else queues it (lock
+// held). It keeps the endpoint's order.
+func (ep *Endpoint) post(r *Request) {
+	if ep.err != nil {
+		ep.w.complete(r, opErr(kindOp[r.kind], ep.name, ep.err))
+		return
+	}
+	if ep.closed {
+		ep.w.complete(r, opErr(kindOp[r.kind], ep.name, uct.ErrClosed))
+		return
+	}
+	if ep.ridKnown && ep.queue.empty() {
+		if ep.w.dispatch(r) != uct.ErrNoResource {
+			return
+		}
+	}
+	ep.queue.push(r)
+	if ep.ridKnown {
+		ep.w.toBacklog(ep)
+	}
+}
+
+// dispatch tries to send a queued or new request. It returns
+// uct.ErrNoResource if r must stay (or be) queued; otherwise r has been
+// removed from the queue and is in flight or completed.
+func (w *Worker) dispatch(r *Request) error {
+	ep := r.ep
+	queued := r.list == &ep.queue
+	if queued {
+		ep.queue.remove(r)
+	}
+	var err error
+	switch r.kind {
+	case kTagSend:
+		err = ep.sendTag(r)
+	case kAMSend:
+		err = ep.sendAM(r)
+	case kPut, kGet:
+		err = ep.doRMA(r)
+	case kAtomic, kAtomicFetch:
+		err = ep.doAtomic(r)
+	case kCtl:
+		_, err = ep.lanes[ep.amLane].ep.AMBcopy(r.ctlID, r.hdr, nil)
+		if err == nil {
+			w.complete(r, nil)
+		}
+	}
+	if err == uct.ErrNoResource {
+		if queued {
+			ep.queue.pushFront(r)
+		}
+		return err
+	}
+	if err != nil {
+		w.complete(r, opErr(kindOp[r.kind], ep.name, err))
+		if uct.StatusOf(err).IsEndpointFatal() {
+			w.failEP(ep, err)
+		}
+	}
+	return nil
+}
+
+// ctl sends an internal control message (lock held); it is queued behind
+// other work if the lane is busy.
+func (ep *Endpoint) ctl(id uint8, enc func([]byte) []byte) {
+	if ep.err != nil || ep.closed || ep.lanes == nil {
+		return
+	}
+	r := ep.w.getReq(kCtl, ep, nil)
+	r.ctlID = id
+	r.hdr = enc(r.hdr[:0])
+	ep.post(r)
+}
+
+// wrapErr names the endpoint's failure for requests.
+func (ep *Endpoint) fail(op string) error { return opErr(op, ep.name, ep.err) }
+
+// failEP puts ep in error state with the transport error err (lock
+// held): queued requests complete canceled, in-flight ones with err, the
+// lanes are closed; in Peer mode tag matching reacts and the error
+// callback is queued.
+func (w *Worker) failEP(ep *Endpoint, err error) {
+	if ep.err != nil || ep.closed {
+		return
+	}
+	ep.err = err
+	for _, r := range ep.queue.take() {
+		w.complete(r, opErr(kindOp[r.kind], ep.name, uct.ErrCanceled))
+	}
+	for _, r := range ep.inflight.take() {
+		w.complete(r, opErr(kindOp[r.kind], ep.name, err))
+	}
+	w.closeLanes(ep)
+	if w.cfg.ErrorMode != ErrorModePeer {
+		return
+	}
+	if !ep.remoteClosed {
+		rs := w.m.Fail(match.Src(ep.id))
+		for _, mr := range rs {
+			r := mr.Data.(*Request)
+			if w.cfg.MatchingMode == MatchingNeverSuspend {
+				w.complete(r, opErr("tag_recv", ep.name, err))
+			} else {
+				r.notice = ErrProcFailedPending
+			}
+		}
+	}
+	if !ep.errReported {
+		ep.errReported = true
+		w.errq = append(w.errq, ep)
+	}
+}
+
+func (w *Worker) closeLanes(ep *Endpoint) {
+	for i := range ep.lanes {
+		if ep.lanes[i].ep != nil {
+			ep.lanes[i].ep.Close()
+			ep.lanes[i].ep = nil
+		}
+	}
+}
+
+// closeEP removes ep from the worker; outstanding requests complete with
+// status (lock held).
+func (w *Worker) closeEP(ep *Endpoint, force bool, status uct.Status) {
+	if ep.closed {
+		return
+	}
+	if !force && ep.err == nil && ep.ridKnown {
+		// best effort: tell the peer we are gone
+		le.PutUint32(ep.scratch[:], ep.rid)
+		ep.lanes[ep.amLane].ep.AMBcopy(amClose, ep.scratch[:4], nil)
+	}
+	ep.closed = true
+	for _, r := range ep.queue.take() {
+		w.complete(r, opErr(kindOp[r.kind], ep.name, status))
+	}
+	for _, r := range ep.inflight.take() {
+		w.complete(r, opErr(kindOp[r.kind], ep.name, status))
+	}
+	w.closeLanes(ep)
+	w.eps[ep.id] = nil
+	if w.byUUID[ep.uuid] == ep {
+		delete(w.byUUID, ep.uuid)
+	}
+	for i, e := range w.live {
+		if e == ep {
+			w.live = append(w.live[:i], w.live[i+1:]...)
+			break
+		}
+	}
+}
+
+// Close closes the endpoint. CloseFlush: the returned request completes
+// when outstanding operations have completed and the peer has been told.
+// CloseForce: outstanding requests complete with uct.ErrCanceled and the
+// request completes at once. Safe inside the endpoint's error handler.
+func (ep *Endpoint) Close(mode CloseMode) *Request {
+	w := ep.w
+	w.lock()
+	defer w.unlock()
+	r := w.getReq(kClose, ep, nil)
+	if ep.closed {
+		w.complete(r, nil)
+		return r
+	}
+	if mode == CloseForce || ep.err != nil {
+		w.closeEP(ep, mode == CloseForce, uct.ErrCanceled)
+		w.complete(r, nil)
+		return r
+	}
+	r.closing = true
+	w.flushers = append(w.flushers, r)
+	return r
+}
+
+// Flush returns a request that completes when every operation started on
+// the endpoint so far has completed (or with the endpoint's error).
+func (ep *Endpoint) Flush(p *Params) *Request {
+	w := ep.w
+	w.lock()
+	defer w.unlock()
+	r := w.getReq(kFlush, ep, p)
+	if ep.err != nil {
+		w.complete(r, ep.fail("flush"))
+		return r
+	}
+	w.flushers = append(w.flushers, r)
+	return r
+}
+
+func (ep *Endpoint) idle() bool {
+	return ep.closed || ep.err != nil || ep.queue.empty() && ep.inflight.empty() && !ep.wireupDue
+}
+
+// checkFlushers completes flush and close requests whose endpoints are
+// idle (lock held).
+func (w *Worker) checkFlushers() {
+	fl := w.flushers
+	w.flushers = nil
+	for _, r := range fl {
+		if r.done.Load() {
+			continue
+		}
+		ep := r.ep
+		if ep == nil {
+			ok := true
+			for _, e := range w.live {
+				if !e.idle() {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				w.complete(r, nil)
+			} else {
+				w.flushers = append(w.flushers, r)
+			}
+			continue
+		}
+		if !ep.idle() {
+			w.flushers = append(w.flushers, r)
+			continue
+		}
+		if r.flushN == 0 && ep.err == nil && !ep.closed {
+			// transport-level flush of every lane
+			r.comp.Count = 1
+			for i := range ep.lanes {
+				if ln := &ep.lanes[i]; ln.ep != nil {
+					r.comp.Count++
+					if err := ln.ep.Flush(false, &r.comp); err != uct.ErrInProgress {
+						r.comp.Count--
+					}
+				}
+			}
+			r.comp.Count--
+			if r.comp.Count > 0 {
+				r.flushN = 1
+				continue // onComp -> stepDone finishes
+			}
+		}
+		w.finishFlush(r)
+	}
+}
+
+func (w *Worker) finishFlush(r *Request) {
+	ep := r.ep
+	if r.closing {
+		w.closeEP(ep, false, uct.ErrCanceled)
+		w.complete(r, nil)
+		return
+	}
+	if ep.err != nil {
+		w.complete(r, ep.fail("flush"))
+		return
+	}
+	w.complete(r, nil)
+}
+
+// onClose: the peer closed its endpoint to us.
+func (w *Worker) onClose(_ any, data []byte, _ uct.AMFlags) {
+	dst, err := decodeDst(data)
+	if err != nil {
+		return
+	}
+	w.lock()
+	defer w.unlock()
+	if ep := w.epByID(dst); ep != nil {
+		ep.remoteClosed = true
+		w.failEP(ep, uct.NewOpError("", "close", ep.name, uct.ErrConnectionReset, fmt.Errorf("peer closed the endpoint")))
+	}
+}
+
+// onKeepalive: nothing to do; any message proves the peer alive.
+func (w *Worker) onKeepalive(any, []byte, uct.AMFlags) {}
+
+// Purge shuts ep down after a failure (or at any time) and removes its
+// traces: queued sends complete canceled, receives that can only match it
+// complete with its error (peer failed), its unexpected messages and
+// partial rendezvous transfers are dropped; then tag matching restarts if
+// no other failure is pending.
+func (w *Worker) Purge(ep *Endpoint) {
+	w.lock()
+	defer w.unlock()
+	status := ep.err
+	if status == nil {
+		status = uct.ErrCanceled
+	}
+	w.closeEP(ep, true, uct.ErrCanceled)
+	onlyS, msgs, pairs := w.m.Purge(match.Src(ep.id))
+	for _, mr := range onlyS {
+		w.complete(mr.Data.(*Request), opErr("tag_recv", ep.name, status))
+	}
+	for _, m := range msgs {
+		w.freeUnexp(m.Data.(*unexp))
+	}
+	for _, p := range pairs {
+		w.deliver(p.Recv.Data.(*Request), p.Msg.Data.(*unexp))
+	}
+}

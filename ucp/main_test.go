@@ -1,0 +1,231 @@
+package ucp
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Cross-process tests re-execute the test binary: a child with
+// UCGO_UCP_ROLE set opens a worker, prints its address, reads every
+// rank's address from stdin, connects to all and runs its role.
+
+const (
+	roleEnv = "UCGO_UCP_ROLE"
+	rankEnv = "UCGO_UCP_RANK"
+	sizeEnv = "UCGO_UCP_NPROCS"
+)
+
+// Tags carry the sender's rank in bits 32-47.
+const srcMask = uint64(0xffff) << 32
+
+func mkTag(rank int, t uint32) uint64 { return uint64(rank)<<32 | uint64(t) }
+
+const anySrc = ^srcMask // mask for a wildcard-source receive of one tag
+const exact = ^uint64(0)
+
+// node is one process of a test world.
+type node struct {
+	t     testing.TB // nil in children
+	rank  int
+	n     int
+	ctx   *Context
+	w     *Worker
+	eps   []*Endpoint
+	procs []*exec.Cmd // parent: children by rank (index 0 unused)
+	errs  chan epErr
+}
+
+type epErr struct {
+	rank int
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(roleEnv); role != "" {
+		if err := runChild(role); err != nil {
+			fmt.Fprintln(os.Stderr, "child", role, os.Getenv(rankEnv)+":", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func testCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 60*time.Second)
+}
+
+func runChild(role string) error {
+	rank, _ := strconv.Atoi(os.Getenv(rankEnv))
+	n, _ := strconv.Atoi(os.Getenv(sizeEnv))
+	fn := childRoles[role]
+	if fn == nil {
+		return fmt.Errorf("no role %q", role)
+	}
+	ctx, err := NewContext(Config{SourceTagMask: srcMask})
+	if err != nil {
+		return err
+	}
+	w, err := ctx.NewWorker()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%x\n", w.Address())
+	line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	nd := &node{rank: rank, n: n, ctx: ctx, w: w, errs: make(chan epErr, 16)}
+	if err := nd.connectAll(strings.Fields(line)); err != nil {
+		return err
+	}
+	if err := fn(nd); err != nil {
+		return err
+	}
+	return w.Close()
+}
+
+func (nd *node) connectAll(addrs []string) error {
+	nd.eps = make([]*Endpoint, len(addrs))
+	for r, a := range addrs {
+		if r == nd.rank {
+			continue
+		}
+		b, err := hex.DecodeString(a)
+		if err != nil {
+			return err
+		}
+		r := r
+		ep, err := nd.w.Connect(b, EPParams{SourceTag: mkTag(r, 0), ErrorHandler: func(ep *Endpoint, err error) {
+			select {
+			case nd.errs <- epErr{r, err}:
+			default:
+			}
+		}})
+		if err != nil {
+			return err
+		}
+		nd.eps[r] = ep
+	}
+	return nil
+}
+
+// world starts n-1 children running role (with env added) and returns rank 0.
+func world(t testing.TB, n int, role string, cfg Config, env ...string) *node {
+	t.Helper()
+	cfg.SourceTagMask = srcMask
+	ctx, err := newContext(cfg, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := ctx.NewWorker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nd := &node{t: t, n: n, ctx: ctx, w: w, procs: make([]*exec.Cmd, n), errs: make(chan epErr, 16)}
+	t.Cleanup(func() {
+		w.Close()
+		ctx.Close()
+	})
+	addrs := []string{hex.EncodeToString(w.Address())}
+	var stdins []*os.File
+	for r := 1; r < n; r++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), roleEnv+"="+role, rankEnv+"="+strconv.Itoa(r), sizeEnv+"="+strconv.Itoa(n))
+		cmd.Env = append(cmd.Env, env...)
+		cmd.Stderr = os.Stderr
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdin = inR
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		inR.Close()
+		t.Cleanup(func() {
+			inW.Close()
+			cmd.Process.Kill()
+			cmd.Wait()
+		})
+		nd.procs[r] = cmd
+		var a string
+		if _, err := fmt.Fscan(bufio.NewReader(out), &a); err != nil {
+			t.Fatalf("reading rank %d address: %v", r, err)
+		}
+		addrs = append(addrs, a)
+		stdins = append(stdins, inW)
+	}
+	for _, in := range stdins {
+		fmt.Fprintln(in, strings.Join(addrs, " "))
+	}
+	if err := nd.connectAll(addrs); err != nil {
+		t.Fatal(err)
+	}
+	return nd
+}
+
+// wait waits for r in a child or the parent.
+func (nd *node) wait(r *Request) error {
+	ctx, cancel := testCtx()
+	defer cancel()
+	err := r.Wait(ctx)
+	if err != nil && ctx.Err() != nil && nd.t != nil {
+		nd.t.Fatalf("request timed out: %v", err)
+	}
+	return err
+}
+
+// must fails the test (parent) or panics (child) on err.
+func (nd *node) must(err error) {
+	if err == nil {
+		return
+	}
+	if nd.t != nil {
+		nd.t.Helper()
+		nd.t.Fatal(err)
+	}
+	panic(err)
+}
+
+// kill SIGKILLs rank r.
+func (nd *node) kill(r int) {
+	nd.procs[r].Process.Kill()
+}
+
+// exitOK waits for rank r to exit with status 0.
+func (nd *node) exitOK(r int) {
+	nd.t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- nd.procs[r].Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			nd.t.Fatalf("rank %d: %v", r, err)
+		}
+	case <-time.After(60 * time.Second):
+		nd.t.Fatalf("rank %d did not exit", r)
+	}
+}
+
+func pattern(n int, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7) + seed
+	}
+	return b
+}
+
+var childRoles = map[string]func(*node) error{}

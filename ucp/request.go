@@ -1,0 +1,365 @@
+package ucp
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/ucgo/ucgo/ucp/internal/match"
+	"github.com/ucgo/ucgo/uct"
+)
+
+type reqKind uint8
+
+const (
+	kTagSend reqKind = iota + 1
+	kTagRecv
+	kAMSend
+	kPut
+	kGet
+	kAtomic
+	kAtomicFetch
+	kFlush
+	kClose
+	kCtl // internal control message (ATS, RTR, ATP, close)
+)
+
+var kindOp = [...]string{kTagSend: "tag_send", kTagRecv: "tag_recv", kAMSend: "am_send", kPut: "put", kGet: "get",
+	kAtomic: "atomic_post", kAtomicFetch: "atomic_fetch", kFlush: "flush", kClose: "close", kCtl: "control"}
+
+// Info describes a completed request: for receives the message's length
+// (also when it was truncated), tag and sending endpoint.
+type Info struct {
+	Length int
+	Tag    uint64
+	Sender *Endpoint
+}
+
+// Params are the optional parameters of an operation.
+type Params struct {
+	// Callback runs once when the request completes, from Progress (or a
+	// Wait) on the goroutine that drives the worker, never inside the call
+	// that started the operation.
+	Callback func(r *Request)
+	// UserData is returned by Request.UserData.
+	UserData any
+}
+
+// Request is one non-blocking operation. It completes exactly once with
+// its own status. Release returns it to the worker's pool; after Release
+// the caller must not touch it.
+type Request struct {
+	w    *Worker
+	done atomic.Bool
+	err  error
+	info Info
+	// notice is ErrProcFailedPending while a posted receive has been told
+	// of a failure it has not yet reported through Wait/Test.
+	notice   error
+	cb       func(*Request)
+	user     any
+	kind     reqKind
+	released bool
+	autoRel  bool
+
+	ep  *Endpoint
+	buf []byte
+	tag uint64
+
+	mr      match.Recv
+	hdr     []byte // internal header / control message bytes
+	ctlID   uint8
+	iov     [1][]byte
+	comp    uct.Completion
+	mem     uct.Mem  // registered buffer (rendezvous)
+	rkey    *RKey    // RMA
+	ukey    uct.RKey // unpacked key of an RTR/RTS (owned)
+	raddr   uint64
+	aop     uct.AtomicOp
+	value   uint64
+	compare uint64
+	result  *uint64
+	amID    uint16
+	amHdr   []byte
+	slot    uint64 // rendezvous slot (0: none)
+	closing bool   // kFlush that closes the endpoint afterwards
+	flushN  int    // uct lane flushes outstanding
+	rndvLen int    // receive: message length announced by RTS
+	rndvSrc *Endpoint
+	peerReq uint64 // the peer's rendezvous slot (ATS/ATP target)
+
+	prev, next *Request
+	list       *reqList
+}
+
+// reqList is an intrusive FIFO of requests.
+type reqList struct {
+	head, tail *Request
+	n          int
+}
+
+func (l *reqList) empty() bool { return l.head == nil }
+
+func (l *reqList) push(r *Request) {
+	r.list, r.prev, r.next = l, l.tail, nil
+	if l.tail != nil {
+		l.tail.next = r
+	} else {
+		l.head = r
+	}
+	l.tail = r
+	l.n++
+}
+
+func (l *reqList) pushFront(r *Request) {
+	r.list, r.prev, r.next = l, nil, l.head
+	if l.head != nil {
+		l.head.prev = r
+	} else {
+		l.tail = r
+	}
+	l.head = r
+	l.n++
+}
+
+func (l *reqList) remove(r *Request) {
+	if r.list != l {
+		return
+	}
+	if r.prev != nil {
+		r.prev.next = r.next
+	} else {
+		l.head = r.next
+	}
+	if r.next != nil {
+		r.next.prev = r.prev
+	} else {
+		l.tail = r.prev
+	}
+	r.prev, r.next, r.list = nil, nil, nil
+	l.n--
+}
+
+// take empties the list and returns its requests in order.
+func (l *reqList) take() []*Request {
+	var out []*Request
+	for r := l.head; r != nil; {
+		nx := r.next
+		r.prev, r.next, r.list = nil, nil, nil
+		out = append(out, r)
+		r = nx
+	}
+	*l = reqList{}
+	return out
+}
+
+// Test reports whether the request completed, and its status. A posted
+// receive told of a pending peer failure reports (false,
+// ErrProcFailedPending) once.
+func (r *Request) Test() (bool, error) {
+	if r.done.Load() {
+		return true, r.err
+	}
+	r.w.Progress()
+	if r.done.Load() {
+		return true, r.err
+	}
+	return false, r.takeNotice()
+}
+
+func (r *Request) takeNotice() error {
+	r.w.lock()
+	n := r.notice
+	r.notice = nil
+	r.w.unlock()
+	return n
+}
+
+// Done reports whether the request completed (without progressing).
+func (r *Request) Done() bool { return r.done.Load() }
+
+// Err returns the completion status (nil while pending or on success).
+func (r *Request) Err() error {
+	if r.done.Load() {
+		return r.err
+	}
+	return nil
+}
+
+// Info returns what is known about the request's message (receives).
+func (r *Request) Info() Info { return r.info }
+
+// UserData returns Params.UserData.
+func (r *Request) UserData() any { return r.user }
+
+// Wait progresses the worker until the request completes or ctx ends and
+// returns the request's status. A posted receive told of a pending peer
+// failure returns ErrProcFailedPending once and stays posted; Wait again
+// to keep waiting.
+func (r *Request) Wait(ctx context.Context) error {
+	spins := 0
+	for {
+		if r.done.Load() {
+			return r.err
+		}
+		if n := r.takeNotice(); n != nil {
+			return n
+		}
+		if r.w.Progress() > 0 {
+			spins = 0
+			continue
+		}
+		if r.done.Load() {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		spins++
+		switch {
+		case spins < 256:
+		case spins < 1024 || r.w.busy():
+			runtime.Gosched()
+		default:
+			r.w.Wait(ctx)
+		}
+	}
+}
+
+// Cancel cancels a request that has not started: a posted receive, or a
+// send still queued on its endpoint. It completes with uct.ErrCanceled and
+// Cancel returns true; otherwise it returns false and the request
+// completes normally.
+func (r *Request) Cancel() bool {
+	w := r.w
+	w.lock()
+	defer w.unlock()
+	if r.done.Load() {
+		return false
+	}
+	switch {
+	case r.kind == kTagRecv && r.mr.Posted():
+		if !w.m.CancelRecv(&r.mr) {
+			return false
+		}
+	case r.list != nil && r.ep != nil && r.list == &r.ep.queue:
+		r.ep.queue.remove(r)
+	default:
+		return false
+	}
+	w.complete(r, opErr(kindOp[r.kind], r.peerName(), uct.ErrCanceled))
+	return true
+}
+
+func (r *Request) peerName() string {
+	if r.ep != nil {
+		return r.ep.name
+	}
+	return ""
+}
+
+// Release returns the request to the worker's pool, at once if it has
+// completed, else when it completes (its callback still runs).
+func (r *Request) Release() {
+	w := r.w
+	w.lock()
+	defer w.unlock()
+	if r.released {
+		return
+	}
+	if !r.done.Load() || r.cb != nil && r.list == &w.doneq {
+		r.autoRel = true
+		return
+	}
+	w.putReq(r)
+}
+
+// getReq takes a request from the pool (lock held).
+func (w *Worker) getReq(kind reqKind, ep *Endpoint, p *Params) *Request {
+	var r *Request
+	if n := len(w.reqFree); n > 0 {
+		r = w.reqFree[n-1]
+		w.reqFree = w.reqFree[:n-1]
+		r.released = false
+	} else {
+		r = &Request{w: w}
+		r.comp.Func = r.onComp
+		r.mr.Data = r
+	}
+	r.kind, r.ep = kind, ep
+	if p != nil {
+		r.cb, r.user = p.Callback, p.UserData
+	}
+	return r
+}
+
+func (w *Worker) putReq(r *Request) {
+	hdr := r.hdr[:0]
+	fn := r.comp.Func
+	*r = Request{w: w, hdr: hdr, released: true}
+	r.comp.Func = fn
+	r.mr.Data = r
+	if len(w.reqFree) < 4096 {
+		w.reqFree = append(w.reqFree, r)
+	}
+}
+
+// complete finishes r with err (lock held). The callback is queued for the
+// end of Progress.
+func (w *Worker) complete(r *Request, err error) {
+	if r.done.Load() {
+		return
+	}
+	if r.list != nil {
+		r.list.remove(r)
+	}
+	if r.mem != nil {
+		r.mem.Close()
+		r.mem = nil
+	}
+	if r.ukey != nil {
+		r.ukey.Close()
+		r.ukey = nil
+	}
+	if r.slot != 0 {
+		w.slotFree(r.slot)
+		r.slot = 0
+	}
+	r.err = err
+	r.notice = nil
+	r.buf, r.iov[0] = nil, nil
+	r.done.Store(true)
+	if r.kind == kCtl {
+		w.putReq(r)
+		return
+	}
+	if r.cb != nil {
+		w.doneq.push(r)
+		return
+	}
+	if r.autoRel {
+		w.putReq(r)
+	}
+}
+
+// onComp is the uct completion of r's posted operation(s).
+func (r *Request) onComp(c *uct.Completion) {
+	w := r.w
+	w.lock()
+	defer w.unlock()
+	err := c.Status
+	c.Status = nil
+	if r.done.Load() {
+		return
+	}
+	if err != nil {
+		if r.ep != nil && uct.StatusOf(err).IsEndpointFatal() {
+			w.complete(r, opErr(kindOp[r.kind], r.peerName(), err))
+			w.failEP(r.ep, err)
+			return
+		}
+		w.complete(r, opErr(kindOp[r.kind], r.peerName(), err))
+		return
+	}
+	w.stepDone(r)
+}

@@ -1,0 +1,436 @@
+package ucp
+
+import (
+	"fmt"
+
+	"github.com/ucgo/ucgo/ucp/internal/match"
+	"github.com/ucgo/ucgo/uct"
+)
+
+// unexp is an unexpected message: eager data (copied) or a rendezvous
+// announcement.
+type unexp struct {
+	m       match.Msg
+	ep      *Endpoint
+	data    []byte
+	isRndv  bool
+	rts     rts
+	rkeyBuf []byte
+}
+
+func (w *Worker) getUnexp() *unexp {
+	if n := len(w.unFree); n > 0 {
+		u := w.unFree[n-1]
+		w.unFree = w.unFree[:n-1]
+		return u
+	}
+	u := &unexp{}
+	u.m.Data = u
+	return u
+}
+
+func (w *Worker) freeUnexp(u *unexp) {
+	u.ep, u.isRndv = nil, false
+	if cap(u.data) > 64<<10 {
+		u.data = nil
+	}
+	if len(w.unFree) < 1024 {
+		w.unFree = append(w.unFree, u)
+	}
+}
+
+// TagSend sends buf with tag to the endpoint's peer. Small messages go
+// eager (short, bcopy, zcopy by size), large ones by rendezvous. buf must
+// stay untouched until the request completes. Messages on one endpoint
+// with matching tags are never overtaken.
+func (ep *Endpoint) TagSend(buf []byte, tag uint64, p *Params) *Request {
+	w := ep.w
+	w.lock()
+	r := w.getReq(kTagSend, ep, p)
+	r.buf, r.tag = buf, tag
+	r.info = Info{Length: len(buf), Tag: tag}
+	ep.post(r)
+	w.unlock()
+	return r
+}
+
+// sendTag posts r on the AM lane (lock held).
+func (ep *Endpoint) sendTag(r *Request) error {
+	n := len(r.buf)
+	ln := &ep.lanes[ep.amLane]
+	if n <= ep.shortMax {
+		b := ep.scratch[:4+n]
+		le.PutUint32(b, ep.rid)
+		copy(b[4:], r.buf)
+		if err := ln.ep.AMShort(amEager, r.tag, b); err != nil {
+			return err
+		}
+		ep.w.complete(r, nil)
+		return nil
+	}
+	if n >= ep.rndvMin {
+		return ep.sendRTS(r)
+	}
+	if n > ep.bcopyMax {
+		return fmt.Errorf("%d bytes and no rendezvous lane: %w", n, uct.ErrInvalidParam)
+	}
+	hdr := ep.scratch[:eagerHdr]
+	putEagerHdr(hdr, r.tag, ep.rid)
+	if n >= ep.zcopyMin {
+		r.iov[0] = r.buf
+		r.comp.Count = 1
+		err := ln.ep.AMZcopy(amEager, hdr, r.iov[:], &r.comp)
+		if err == uct.ErrInProgress {
+			ep.inflight.push(r)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	} else if _, err := ln.ep.AMBcopy(amEager, hdr, r.buf); err != nil {
+		return err
+	}
+	ep.w.complete(r, nil)
+	return nil
+}
+
+// sendRTS announces a rendezvous send (lock held).
+func (ep *Endpoint) sendRTS(r *Request) error {
+	w := ep.w
+	m := rts{tag: r.tag, dst: ep.rid, length: uint64(len(r.buf))}
+	if w.cfg.RndvScheme == RndvGet {
+		ln := &ep.lanes[ep.rmaLane]
+		if r.mem == nil {
+			mem, err := ln.wi.md.md.Register(r.buf, uct.AccessRemoteRead)
+			if err != nil {
+				return err
+			}
+			r.mem = mem
+		}
+		m.raddr = r.mem.Address()
+		m.rkey = packBundle([]bundlePart{{ln.wi.md.comp.Name(), r.mem.PackRKey()}})
+	}
+	if r.slot == 0 {
+		r.slot = w.slotAlloc(r)
+	}
+	m.sreq = r.slot
+	r.hdr = m.encode(r.hdr)
+	if _, err := ep.lanes[ep.amLane].ep.AMBcopy(amRTS, r.hdr, nil); err != nil {
+		return err
+	}
+	ep.inflight.push(r)
+	return nil
+}
+
+// TagRecv posts a receive for a message whose tag matches tag under mask
+// ((msgTag ^ tag) & mask == 0). The request's Info gives the message's
+// length, tag and sender. A message longer than buf completes with a
+// *TruncatedError (matching uct.ErrMessageTruncated).
+func (w *Worker) TagRecv(buf []byte, tag, mask uint64, p *Params) *Request {
+	w.lock()
+	r := w.getReq(kTagRecv, nil, p)
+	r.buf = buf
+	r.mr.Tag, r.mr.Mask = tag, mask
+	if msg := w.m.PostRecv(&r.mr); msg != nil {
+		w.deliver(r, msg.Data.(*unexp))
+	} else if w.cfg.ErrorMode == ErrorModePeer {
+		switch n, s := w.m.CheckPosted(&r.mr); n {
+		case match.NoticeFailedPending:
+			r.notice = ErrProcFailedPending
+		case match.NoticePeerFailed:
+			w.complete(r, w.srcFailed(s))
+		}
+	}
+	w.unlock()
+	return r
+}
+
+func (w *Worker) srcFailed(s match.Src) error {
+	if ep := w.epByID(uint32(s)); ep != nil && ep.err != nil {
+		return opErr("tag_recv", ep.name, ep.err)
+	}
+	return opErr("tag_recv", "", uct.ErrPeerFailed)
+}
+
+// Message is an unexpected message taken by TagProbe with remove.
+type Message struct {
+	u    *unexp
+	Info Info
+}
+
+// TagProbe looks for an unexpected message matching tag/mask. With remove
+// it takes the message out of matching; receive it with TagRecvMessage.
+// While matching is suspended it finds nothing.
+func (w *Worker) TagProbe(tag, mask uint64, remove bool) (*Message, bool) {
+	w.lock()
+	defer w.unlock()
+	msg := w.m.Probe(tag, mask, remove)
+	if msg == nil {
+		return nil, false
+	}
+	u := msg.Data.(*unexp)
+	info := Info{Length: len(u.data), Tag: msg.Tag, Sender: u.ep}
+	if u.isRndv {
+		info.Length = int(u.rts.length)
+	}
+	m := &Message{Info: info}
+	if remove {
+		m.u = u
+	}
+	return m, true
+}
+
+// TagRecvMessage receives a message taken by TagProbe(remove=true).
+func (w *Worker) TagRecvMessage(buf []byte, m *Message, p *Params) *Request {
+	w.lock()
+	defer w.unlock()
+	r := w.getReq(kTagRecv, nil, p)
+	r.buf = buf
+	if m == nil || m.u == nil {
+		w.complete(r, opErr("tag_recv", "", uct.ErrInvalidParam))
+		return r
+	}
+	u := m.u
+	m.u = nil
+	w.deliver(r, u)
+	return r
+}
+
+// deliver completes (or starts the rendezvous of) r with u (lock held).
+func (w *Worker) deliver(r *Request, u *unexp) {
+	if u.isRndv {
+		w.rndvMatched(r, u.ep, &u.rts)
+	} else {
+		w.deliverEager(r, u.ep, u.m.Tag, u.data)
+	}
+	w.freeUnexp(u)
+}
+
+func (w *Worker) deliverEager(r *Request, ep *Endpoint, tag uint64, data []byte) {
+	copy(r.buf, data)
+	r.info = Info{Length: len(data), Tag: tag, Sender: ep}
+	if len(data) > len(r.buf) {
+		w.complete(r, opErr("tag_recv", ep.name, &TruncatedError{Length: len(data), Buffer: len(r.buf)}))
+		return
+	}
+	w.complete(r, nil)
+}
+
+// onEager handles an eager tag message (inside iface Progress).
+func (w *Worker) onEager(_ any, data []byte, _ uct.AMFlags) {
+	tag, dst, payload, err := decodeEager(data)
+	if err != nil {
+		return
+	}
+	w.lock()
+	ep := w.epByID(dst)
+	if ep == nil {
+		w.unlock()
+		return
+	}
+	u := w.getUnexp()
+	u.m.Src, u.m.Tag, u.ep = match.Src(ep.id), tag, ep
+	if mr := w.m.Arrive(&u.m); mr != nil {
+		w.deliverEager(mr.Data.(*Request), ep, tag, payload)
+		w.freeUnexp(u)
+	} else {
+		u.data = append(u.data[:0], payload...)
+	}
+	w.unlock()
+}
+
+// onRTS handles a rendezvous announcement.
+func (w *Worker) onRTS(_ any, data []byte, _ uct.AMFlags) {
+	m, err := decodeRTS(data)
+	if err != nil {
+		return
+	}
+	w.lock()
+	defer w.unlock()
+	ep := w.epByID(m.dst)
+	if ep == nil {
+		return
+	}
+	u := w.getUnexp()
+	u.m.Src, u.m.Tag, u.ep, u.isRndv = match.Src(ep.id), m.tag, ep, true
+	if mr := w.m.Arrive(&u.m); mr != nil {
+		w.rndvMatched(mr.Data.(*Request), ep, &m)
+		w.freeUnexp(u)
+		return
+	}
+	u.rkeyBuf = append(u.rkeyBuf[:0], m.rkey...)
+	u.rts = m
+	u.rts.rkey = u.rkeyBuf
+}
+
+// rndvMatched starts fetching (GET) or asks for (RTR) the data of a
+// matched rendezvous send (lock held).
+func (w *Worker) rndvMatched(r *Request, ep *Endpoint, m *rts) {
+	r.info = Info{Length: int(m.length), Tag: m.tag, Sender: ep}
+	r.rndvLen = int(m.length)
+	r.rndvSrc = ep
+	r.ep = ep
+	if ep.closed {
+		w.complete(r, opErr("tag_recv", ep.name, uct.ErrCanceled))
+		return
+	}
+	if ep.err != nil {
+		w.complete(r, ep.fail("tag_recv"))
+		return
+	}
+	n := min(len(r.buf), int(m.length))
+	ln := &ep.lanes[ep.rmaLane]
+	if len(m.rkey) == 0 { // RndvPut: send a ready-to-receive
+		q := rtr{dst: ep.rid, sreq: m.sreq, length: uint64(n)}
+		if n > 0 {
+			mem, err := ln.wi.md.md.Register(r.buf[:n], uct.AccessRemoteWrite)
+			if err != nil {
+				w.complete(r, opErr("tag_recv", ep.name, err))
+				ep.ctl(amATS, (&ack{dst: ep.rid, req: m.sreq, status: uint8(uct.StatusOf(err))}).encode)
+				return
+			}
+			r.mem = mem
+			q.raddr = mem.Address()
+			q.rkey = packBundle([]bundlePart{{ln.wi.md.comp.Name(), mem.PackRKey()}})
+		}
+		r.slot = w.slotAlloc(r)
+		q.rreq = r.slot
+		ep.inflight.push(r)
+		ep.ctl(amRTR, q.encode)
+		return
+	}
+	r.peerReq = m.sreq
+	if n > 0 {
+		k, err := ep.unpackLaneKey(m.rkey, ep.rmaLane)
+		if err == nil {
+			r.ukey = k
+			var inprog bool
+			inprog, err = w.postChunks(r, ln, false, r.buf[:n], m.raddr, k)
+			if err == nil && inprog {
+				ep.inflight.push(r)
+				return
+			}
+		}
+		if err != nil {
+			ep.ctl(amATS, (&ack{dst: ep.rid, req: m.sreq, status: uint8(uct.StatusOf(err))}).encode)
+			w.complete(r, opErr("tag_recv", ep.name, err))
+			if uct.StatusOf(err).IsEndpointFatal() {
+				w.failEP(ep, err)
+			}
+			return
+		}
+	}
+	w.finishRndvRecv(r)
+}
+
+// finishRndvRecv acknowledges a fetched rendezvous message (lock held).
+func (w *Worker) finishRndvRecv(r *Request) {
+	ep := r.rndvSrc
+	ep.ctl(amATS, (&ack{dst: ep.rid, req: r.peerReq}).encode)
+	w.completeRecvLen(r)
+}
+
+func (w *Worker) completeRecvLen(r *Request) {
+	if r.rndvLen > len(r.buf) {
+		w.complete(r, opErr("tag_recv", r.rndvSrc.name, &TruncatedError{Length: r.rndvLen, Buffer: len(r.buf)}))
+		return
+	}
+	w.complete(r, nil)
+}
+
+// onATS: the receiver has the data of our rendezvous send.
+func (w *Worker) onATS(_ any, data []byte, _ uct.AMFlags) {
+	m, err := decodeAck(data)
+	if err != nil {
+		return
+	}
+	w.lock()
+	defer w.unlock()
+	ep := w.epByID(m.dst)
+	r := w.slotGet(m.req)
+	if ep == nil || r == nil || r.ep != ep || r.kind != kTagSend {
+		return
+	}
+	if m.status != 0 {
+		w.complete(r, opErr("tag_send", ep.name, fmt.Errorf("receiver: %w", uct.Status(m.status))))
+		return
+	}
+	w.complete(r, nil)
+}
+
+// onRTR: the receiver asks us to put the data of a rendezvous send.
+func (w *Worker) onRTR(_ any, data []byte, _ uct.AMFlags) {
+	m, err := decodeRTR(data)
+	if err != nil {
+		return
+	}
+	w.lock()
+	defer w.unlock()
+	ep := w.epByID(m.dst)
+	r := w.slotGet(m.sreq)
+	if ep == nil || r == nil || r.ep != ep || r.kind != kTagSend || ep.err != nil {
+		return
+	}
+	r.peerReq = m.rreq
+	n := min(int(m.length), len(r.buf))
+	if n > 0 {
+		k, err := ep.unpackLaneKey(m.rkey, ep.rmaLane)
+		if err == nil {
+			r.ukey = k
+			var inprog bool
+			inprog, err = w.postChunks(r, &ep.lanes[ep.rmaLane], true, r.buf[:n], m.raddr, k)
+			if err == nil && inprog {
+				return // stepDone sends the ATP
+			}
+		}
+		if err != nil {
+			ep.ctl(amATP, (&ack{dst: ep.rid, req: m.rreq, status: uint8(uct.StatusOf(err))}).encode)
+			w.complete(r, opErr("tag_send", ep.name, err))
+			if uct.StatusOf(err).IsEndpointFatal() {
+				w.failEP(ep, err)
+			}
+			return
+		}
+	}
+	ep.ctl(amATP, (&ack{dst: ep.rid, req: m.rreq}).encode)
+	w.complete(r, nil)
+}
+
+// onATP: the sender has put the data of our rendezvous receive.
+func (w *Worker) onATP(_ any, data []byte, _ uct.AMFlags) {
+	m, err := decodeAck(data)
+	if err != nil {
+		return
+	}
+	w.lock()
+	defer w.unlock()
+	ep := w.epByID(m.dst)
+	r := w.slotGet(m.req)
+	if ep == nil || r == nil || r.rndvSrc != ep || r.kind != kTagRecv {
+		return
+	}
+	if m.status != 0 {
+		w.complete(r, opErr("tag_recv", ep.name, fmt.Errorf("sender: %w", uct.Status(m.status))))
+		return
+	}
+	w.completeRecvLen(r)
+}
+
+// stepDone finishes r after its posted uct operations completed (lock
+// held).
+func (w *Worker) stepDone(r *Request) {
+	switch r.kind {
+	case kTagSend:
+		if r.peerReq != 0 {
+			ep := r.ep
+			ep.ctl(amATP, (&ack{dst: ep.rid, req: r.peerReq}).encode)
+		}
+		w.complete(r, nil)
+	case kTagRecv:
+		w.finishRndvRecv(r)
+	case kFlush, kClose:
+		w.finishFlush(r)
+	default:
+		w.complete(r, nil)
+	}
+}

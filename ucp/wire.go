@@ -1,0 +1,191 @@
+package ucp
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/ucgo/ucgo/uct"
+)
+
+// uct AM ids used by ucp. Every message but wireup starts with (or, for
+// eager, carries after the tag) the receiver's endpoint id, so the
+// receiver finds the sending endpoint with one slice index.
+const (
+	amWireup    = 1 // kind u8, sender ep id u32, receiver ep id u32, worker address
+	amEager     = 2 // tag u64 (native order, the AMShort header), dst u32, data
+	amRTS       = 3 // tag u64, dst u32, sreq u64, length u64, raddr u64, rkey (u16 + bytes; empty: send RTR)
+	amATS       = 4 // dst u32, sreq u64, status u8
+	amRTR       = 5 // dst u32, sreq u64, rreq u64, raddr u64, length u64, rkey (u16 + bytes)
+	amATP       = 6 // dst u32, rreq u64, status u8
+	amUser      = 7 // dst u32, id u16, hdrlen u16, hdr, data
+	amKeepalive = 8 // dst u32
+	amClose     = 9 // dst u32
+)
+
+const (
+	wireupReq = 1
+	wireupRep = 2
+)
+
+const eagerHdr = 12 // tag + dst
+
+var ne = binary.NativeEndian
+var le = binary.LittleEndian
+
+func errWire(what string) error {
+	return fmt.Errorf("ucp wire: malformed %s: %w", what, uct.ErrInvalidParam)
+}
+
+// wireup is a connection request or reply.
+type wireup struct {
+	kind     uint8
+	src, dst uint32 // sender's endpoint id, receiver's (reply only)
+	addr     []byte // sender's packed worker address
+}
+
+func (m *wireup) encode() []byte {
+	b := make([]byte, 9, 9+len(m.addr))
+	b[0] = m.kind
+	le.PutUint32(b[1:], m.src)
+	le.PutUint32(b[5:], m.dst)
+	return append(b, m.addr...)
+}
+
+func decodeWireup(b []byte) (wireup, error) {
+	if len(b) < 9 || (b[0] != wireupReq && b[0] != wireupRep) {
+		return wireup{}, errWire("wireup")
+	}
+	return wireup{kind: b[0], src: le.Uint32(b[1:]), dst: le.Uint32(b[5:]), addr: b[9:]}, nil
+}
+
+func putEagerHdr(b []byte, tag uint64, dst uint32) {
+	ne.PutUint64(b, tag)
+	le.PutUint32(b[8:], dst)
+}
+
+// decodeEager returns the tag, the receiver's endpoint id and the data.
+func decodeEager(b []byte) (tag uint64, dst uint32, data []byte, err error) {
+	if len(b) < eagerHdr {
+		return 0, 0, nil, errWire("eager")
+	}
+	return ne.Uint64(b), le.Uint32(b[8:]), b[eagerHdr:], nil
+}
+
+// rts announces a rendezvous send.
+type rts struct {
+	tag    uint64
+	dst    uint32
+	sreq   uint64
+	length uint64
+	raddr  uint64
+	rkey   []byte
+}
+
+const rtsFixed = 8 + 4 + 8 + 8 + 8 + 2
+
+func (m *rts) encode(b []byte) []byte {
+	b = b[:0]
+	b = ne.AppendUint64(b, m.tag)
+	b = le.AppendUint32(b, m.dst)
+	b = le.AppendUint64(b, m.sreq)
+	b = le.AppendUint64(b, m.length)
+	b = le.AppendUint64(b, m.raddr)
+	b = le.AppendUint16(b, uint16(len(m.rkey)))
+	return append(b, m.rkey...)
+}
+
+func decodeRTS(b []byte) (rts, error) {
+	if len(b) < rtsFixed {
+		return rts{}, errWire("rts")
+	}
+	m := rts{tag: ne.Uint64(b), dst: le.Uint32(b[8:]), sreq: le.Uint64(b[12:]), length: le.Uint64(b[20:]), raddr: le.Uint64(b[28:])}
+	n := int(le.Uint16(b[36:]))
+	if len(b) != rtsFixed+n || m.length > 1<<48 {
+		return rts{}, errWire("rts")
+	}
+	m.rkey = b[rtsFixed:]
+	return m, nil
+}
+
+// ack is ATS (sender's request done) or ATP (receiver's data placed).
+type ack struct {
+	dst    uint32
+	req    uint64
+	status uint8 // 0 ok, else a uct.Status
+}
+
+func (m *ack) encode(b []byte) []byte {
+	b = le.AppendUint32(b[:0], m.dst)
+	b = le.AppendUint64(b, m.req)
+	return append(b, m.status)
+}
+
+func decodeAck(b []byte) (ack, error) {
+	if len(b) != 13 {
+		return ack{}, errWire("ack")
+	}
+	return ack{dst: le.Uint32(b), req: le.Uint64(b[4:]), status: b[12]}, nil
+}
+
+// rtr is the receiver's ready-to-receive for RndvPut.
+type rtr struct {
+	dst    uint32
+	sreq   uint64
+	rreq   uint64
+	raddr  uint64
+	length uint64
+	rkey   []byte
+}
+
+const rtrFixed = 4 + 8 + 8 + 8 + 8 + 2
+
+func (m *rtr) encode(b []byte) []byte {
+	b = le.AppendUint32(b[:0], m.dst)
+	b = le.AppendUint64(b, m.sreq)
+	b = le.AppendUint64(b, m.rreq)
+	b = le.AppendUint64(b, m.raddr)
+	b = le.AppendUint64(b, m.length)
+	b = le.AppendUint16(b, uint16(len(m.rkey)))
+	return append(b, m.rkey...)
+}
+
+func decodeRTR(b []byte) (rtr, error) {
+	if len(b) < rtrFixed {
+		return rtr{}, errWire("rtr")
+	}
+	m := rtr{dst: le.Uint32(b), sreq: le.Uint64(b[4:]), rreq: le.Uint64(b[12:]), raddr: le.Uint64(b[20:]), length: le.Uint64(b[28:])}
+	n := int(le.Uint16(b[36:]))
+	if len(b) != rtrFixed+n {
+		return rtr{}, errWire("rtr")
+	}
+	m.rkey = b[rtrFixed:]
+	return m, nil
+}
+
+const userHdr = 4 + 2 + 2
+
+func putUserHdr(b []byte, dst uint32, id uint16, hdrlen int) {
+	le.PutUint32(b, dst)
+	le.PutUint16(b[4:], id)
+	le.PutUint16(b[6:], uint16(hdrlen))
+}
+
+// decodeUser returns a user AM's receiver endpoint id, AM id, header, data.
+func decodeUser(b []byte) (dst uint32, id uint16, hdr, data []byte, err error) {
+	if len(b) < userHdr {
+		return 0, 0, nil, nil, errWire("am")
+	}
+	n := int(le.Uint16(b[6:]))
+	if len(b) < userHdr+n {
+		return 0, 0, nil, nil, errWire("am")
+	}
+	return le.Uint32(b), le.Uint16(b[4:]), b[userHdr : userHdr+n], b[userHdr+n:], nil
+}
+
+// decodeDst decodes keepalive and close messages.
+func decodeDst(b []byte) (uint32, error) {
+	if len(b) != 4 {
+		return 0, errWire("control")
+	}
+	return le.Uint32(b), nil
+}

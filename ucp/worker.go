@@ -1,0 +1,452 @@
+package ucp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/multierr"
+
+	"github.com/ucgo/ucgo/ucp/internal/match"
+	"github.com/ucgo/ucgo/uct"
+)
+
+const defaultKeepalive = time.Second
+
+// wiface is one transport iface of a worker.
+type wiface struct {
+	md   *mdEntry
+	it   uct.Iface
+	attr uct.IfaceAttr
+}
+
+type asyncErr struct {
+	uep uct.Endpoint
+	err error
+}
+
+// AMMessage is an active message given to an AMHandler. Header and Data
+// are valid only until the handler returns.
+type AMMessage struct {
+	ID     uint16
+	Header []byte
+	Data   []byte
+	// Reply is the endpoint the message came from; the handler may send
+	// on it.
+	Reply *Endpoint
+}
+
+// AMHandler handles active messages of one id. It runs inside Progress,
+// without the worker's lock: it may start operations but must not call
+// Progress or block.
+type AMHandler func(m *AMMessage)
+
+// Worker is a progress engine with its own ifaces, endpoints, tag matcher
+// and request pool. It is driven by Progress (or Request.Wait) on one
+// goroutine, or several if Config.ThreadSafe is set.
+type Worker struct {
+	ctx    *Context
+	cfg    Config
+	uuid   uint64
+	ifaces []*wiface
+	addr   []byte
+
+	eps     []*Endpoint // by id; nil when closed
+	live    []*Endpoint // open endpoints
+	byUUID  map[uint64]*Endpoint
+	m       *match.Matcher
+	reqFree []*Request
+	unFree  []*unexp
+	doneq   reqList
+	backlog []*Endpoint
+	errq    []*Endpoint // endpoints whose error callback is due
+
+	// rendezvous slots: requests waiting for an ATS/RTR/ATP, by index.
+	slots     []*Request
+	slotGen   []uint32
+	freeSlots []uint32
+
+	am map[uint16]AMHandler
+
+	flushers []*Request // worker and endpoint flush/close requests
+
+	safe       bool
+	mu         sync.Mutex
+	progMu     sync.Mutex
+	inProgress bool
+
+	amu    sync.Mutex
+	async  []asyncErr
+	asyncN atomic.Int32
+
+	kaDue  atomic.Bool
+	kaStop chan struct{}
+	kaDone chan struct{}
+
+	// ignoreIfaceErrors makes the worker rely on keepalive alone (tests).
+	ignoreIfaceErrors bool
+	amDropped         int
+	closed            bool
+}
+
+// NewWorker creates a worker with one iface per transport of the context.
+func (c *Context) NewWorker() (*Worker, error) {
+	var rb [8]byte
+	rand.Read(rb[:])
+	w := &Worker{ctx: c, cfg: c.cfg, uuid: binary.LittleEndian.Uint64(rb[:]) | 1, byUUID: map[uint64]*Endpoint{},
+		am: map[uint16]AMHandler{}, safe: c.cfg.ThreadSafe, eps: []*Endpoint{nil}}
+	mm := match.Suspend
+	if c.cfg.MatchingMode == MatchingNeverSuspend {
+		mm = match.NeverSuspend
+	}
+	w.m = match.New(match.Config{Mode: mm, SourceMask: c.cfg.SourceTagMask})
+	a := Address{UUID: w.uuid, Host: c.host}
+	var errs error
+	for _, md := range c.mds {
+		it, err := md.md.OpenIface(uct.IfaceParams{ErrorHandler: w.onIfaceError})
+		if err != nil {
+			errs = multierr.Append(errs, err)
+			continue
+		}
+		wi := &wiface{md: md, it: it, attr: it.Attr()}
+		w.ifaces = append(w.ifaces, wi)
+		a.Ifaces = append(a.Ifaces, IfaceAddress{Transport: md.comp.Name(), Addr: it.Address()})
+		w.setHandlers(wi)
+	}
+	if len(w.ifaces) == 0 {
+		return nil, fmt.Errorf("ucp: no iface could be opened: %w", multierr.Append(errs, uct.ErrUnreachable))
+	}
+	w.addr = a.Pack()
+	if c.cfg.ErrorMode == ErrorModePeer && c.cfg.KeepaliveInterval > 0 {
+		w.kaStop, w.kaDone = make(chan struct{}), make(chan struct{})
+		go w.keepaliveTimer(c.cfg.KeepaliveInterval)
+	}
+	return w, nil
+}
+
+func (w *Worker) setHandlers(wi *wiface) {
+	it := wi.it
+	it.SetAMHandler(amWireup, w.onWireup, wi)
+	it.SetAMHandler(amEager, w.onEager, nil)
+	it.SetAMHandler(amRTS, w.onRTS, nil)
+	it.SetAMHandler(amATS, w.onATS, nil)
+	it.SetAMHandler(amRTR, w.onRTR, nil)
+	it.SetAMHandler(amATP, w.onATP, nil)
+	it.SetAMHandler(amUser, w.onUser, nil)
+	it.SetAMHandler(amKeepalive, w.onKeepalive, nil)
+	it.SetAMHandler(amClose, w.onClose, nil)
+}
+
+func (w *Worker) lock() {
+	if w.safe {
+		w.mu.Lock()
+	}
+}
+
+func (w *Worker) unlock() {
+	if w.safe {
+		w.mu.Unlock()
+	}
+}
+
+// Address returns the packed worker address to hand to peers out of band.
+func (w *Worker) Address() []byte { return append([]byte(nil), w.addr...) }
+
+// SetAMHandler installs h for active-message id; nil removes it.
+func (w *Worker) SetAMHandler(id uint16, h AMHandler) {
+	w.lock()
+	defer w.unlock()
+	if h == nil {
+		delete(w.am, id)
+		return
+	}
+	w.am[id] = h
+}
+
+// Progress runs the transports' progress, dispatches queued work, handles
+// failures and runs completion callbacks, on the caller's goroutine. It
+// returns the number of events processed. Called from a callback (or while
+// another goroutine progresses a thread-safe worker) it returns 0.
+func (w *Worker) Progress() int {
+	if w.safe {
+		if !w.progMu.TryLock() {
+			return 0
+		}
+	} else if w.inProgress {
+		return 0
+	}
+	w.inProgress = true
+	n := 0
+	// iface progress runs the AM handlers, which lock the worker themselves
+	for _, wi := range w.ifaces {
+		n += wi.it.Progress()
+	}
+	if !w.safe && w.asyncN.Load() == 0 && !w.kaDue.Load() && len(w.backlog) == 0 && len(w.flushers) == 0 &&
+		w.doneq.empty() && len(w.errq) == 0 {
+		w.inProgress = false
+		if w.safe {
+			w.progMu.Unlock()
+		}
+		return n
+	}
+	w.lock()
+	if w.asyncN.Load() != 0 {
+		n += w.handleAsync()
+	}
+	if w.kaDue.Load() {
+		w.kaDue.Store(false)
+		w.keepalive()
+	}
+	if len(w.backlog) != 0 {
+		n += w.drainBacklog()
+	}
+	if len(w.flushers) != 0 {
+		w.checkFlushers()
+	}
+	done := w.doneq.take()
+	errq := w.errq
+	w.errq = nil
+	w.unlock()
+	for _, r := range done {
+		n++
+		r.cb(r)
+		if r.autoRel {
+			w.lock()
+			w.putReq(r)
+			w.unlock()
+		}
+	}
+	for _, ep := range errq {
+		n++
+		if h := ep.params.ErrorHandler; h != nil {
+			h(ep, ep.err)
+		}
+	}
+	w.inProgress = false
+	if w.safe {
+		w.progMu.Unlock()
+	}
+	return n
+}
+
+// busy reports whether Progress has work that no iface event announces.
+func (w *Worker) busy() bool {
+	w.lock()
+	defer w.unlock()
+	return len(w.backlog) != 0 || len(w.flushers) != 0 || w.asyncN.Load() != 0
+}
+
+// Wait arms the ifaces and sleeps until one has an event, a peer failure
+// is reported, the keepalive timer fires, or ctx ends. It does not run
+// Progress. It returns ctx's error if ctx ended.
+func (w *Worker) Wait(ctx context.Context) error {
+	if w.busy() {
+		return nil
+	}
+	for _, wi := range w.ifaces {
+		if wi.it.Arm() != nil {
+			return nil
+		}
+	}
+	if w.asyncN.Load() != 0 {
+		return nil
+	}
+	if len(w.ifaces) == 1 {
+		if err := w.ifaces[0].it.Wait(ctx); err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return nil
+	}
+	// Several ifaces: sleep on each in turn for a short slice.
+	for _, wi := range w.ifaces {
+		c, cancel := context.WithTimeout(ctx, time.Millisecond)
+		wi.it.Wait(c)
+		cancel()
+	}
+	return ctx.Err()
+}
+
+// Wake makes a concurrent Wait return.
+func (w *Worker) Wake() {
+	for _, wi := range w.ifaces {
+		wi.it.Wake()
+	}
+}
+
+// onIfaceError receives transport errors (any goroutine).
+func (w *Worker) onIfaceError(_ any, uep uct.Endpoint, err error) {
+	if w.ignoreIfaceErrors || uep == nil {
+		if uep == nil {
+			slog.Warn("ucp: iface error", "err", err)
+		}
+		return
+	}
+	w.amu.Lock()
+	w.async = append(w.async, asyncErr{uep, err})
+	w.asyncN.Add(1)
+	w.amu.Unlock()
+	w.Wake()
+}
+
+func (w *Worker) handleAsync() int {
+	w.amu.Lock()
+	evs := w.async
+	w.async = nil
+	w.asyncN.Store(0)
+	w.amu.Unlock()
+	for _, ev := range evs {
+		for _, ep := range w.live {
+			for i := range ep.lanes {
+				if ep.lanes[i].ep == ev.uep {
+					w.failEP(ep, ev.err)
+				}
+			}
+		}
+	}
+	return len(evs)
+}
+
+func (w *Worker) keepaliveTimer(d time.Duration) {
+	defer close(w.kaDone)
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.kaStop:
+			return
+		case <-t.C:
+			w.kaDue.Store(true)
+			w.Wake()
+		}
+	}
+}
+
+// keepalive probes every healthy endpoint's lanes (lock held).
+func (w *Worker) keepalive() {
+	for _, ep := range w.live {
+		if ep.err != nil {
+			continue
+		}
+		for i := range ep.lanes {
+			ln := &ep.lanes[i]
+			if ln.kaBusy || ln.ep == nil {
+				continue
+			}
+			ln.kaComp.Count = 1
+			ln.kaBusy = true
+			err := ln.ep.CheckLiveness(&ln.kaComp)
+			if err == uct.ErrInProgress {
+				continue
+			}
+			ln.kaBusy = false
+			if err != nil && uct.StatusOf(err).IsEndpointFatal() {
+				w.failEP(ep, err)
+				break
+			}
+		}
+	}
+}
+
+// Flush returns a request that completes when every operation started on
+// every endpoint of the worker so far has completed.
+func (w *Worker) Flush(p *Params) *Request {
+	w.lock()
+	defer w.unlock()
+	r := w.getReq(kFlush, nil, p)
+	w.flushers = append(w.flushers, r)
+	return r
+}
+
+// ResumeMatching acknowledges every pending endpoint failure and restarts
+// tag matching in the original order: posted receives, oldest first, each
+// take their earliest matching unexpected message.
+func (w *Worker) ResumeMatching() {
+	w.lock()
+	defer w.unlock()
+	for _, p := range w.m.Resume() {
+		w.deliver(p.Recv.Data.(*Request), p.Msg.Data.(*unexp))
+	}
+}
+
+// MatchingSuspended reports whether tag matching is stopped by a pending
+// endpoint failure.
+func (w *Worker) MatchingSuspended() bool {
+	w.lock()
+	defer w.unlock()
+	return w.m.Suspended()
+}
+
+// Close force-closes every endpoint (their requests complete with
+// uct.ErrCanceled), completes posted receives with uct.ErrCanceled, and
+// closes the ifaces. Idempotent.
+func (w *Worker) Close() error {
+	w.lock()
+	if w.closed {
+		w.unlock()
+		return nil
+	}
+	w.closed = true
+	for _, ep := range append([]*Endpoint(nil), w.live...) {
+		w.closeEP(ep, true, uct.ErrCanceled)
+	}
+	for {
+		msg := w.m.Probe(0, 0, true)
+		if msg == nil {
+			break
+		}
+		w.freeUnexp(msg.Data.(*unexp))
+	}
+	for _, r := range append([]*Request(nil), w.flushers...) {
+		w.complete(r, opErr(kindOp[r.kind], "", uct.ErrCanceled))
+	}
+	w.flushers = nil
+	w.unlock()
+	if w.kaStop != nil {
+		close(w.kaStop)
+		<-w.kaDone
+	}
+	var err error
+	for _, wi := range w.ifaces {
+		err = multierr.Append(err, wi.it.Close())
+	}
+	return err
+}
+
+// slotAlloc stores r in the rendezvous table and returns its id
+// (generation << 32 | index + 1).
+func (w *Worker) slotAlloc(r *Request) uint64 {
+	var i uint32
+	if n := len(w.freeSlots); n > 0 {
+		i = w.freeSlots[n-1]
+		w.freeSlots = w.freeSlots[:n-1]
+	} else {
+		i = uint32(len(w.slots))
+		w.slots = append(w.slots, nil)
+		w.slotGen = append(w.slotGen, 0)
+	}
+	w.slotGen[i]++
+	w.slots[i] = r
+	return uint64(w.slotGen[i])<<32 | uint64(i+1)
+}
+
+func (w *Worker) slotGet(id uint64) *Request {
+	i := uint32(id) - 1
+	if uint32(id) == 0 || int(i) >= len(w.slots) || w.slotGen[i] != uint32(id>>32) {
+		return nil
+	}
+	return w.slots[i]
+}
+
+func (w *Worker) slotFree(id uint64) {
+	i := uint32(id) - 1
+	if uint32(id) == 0 || int(i) >= len(w.slots) || w.slotGen[i] != uint32(id>>32) || w.slots[i] == nil {
+		return
+	}
+	w.slots[i] = nil
+	w.freeSlots = append(w.freeSlots, i)
+}
