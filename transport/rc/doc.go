@@ -1,19 +1,89 @@
 // Package rc is the uct transport over RDMA reliable-connected queue pairs
-// of the verbs model in transport/rc/verbs (a software RoCEv2 provider over
-// UDP that speaks the same wire format as a RoCEv2 HCA).
+// of the verbs model in transport/rc/verbs, whose first provider speaks
+// RoCEv2 over UDP from user space.
 //
-// Wire formats owned by this package, each with a fuzz target:
+// # Objects
 //
-//   - the iface address (32 bytes): version, the RoCEv2 UDP port, the TCP
-//     port of the iface's connection manager, the IPv4 address (as the
-//     IPv4-mapped GID) and a random nonce of the iface instance;
-//   - the packed remote key (13 bytes): version, the verbs rkey and the
-//     random id of the memory domain that registered the memory;
-//   - the connection manager messages REQ, REP, REJ and DREQ, exchanged
-//     over TCP when an endpoint is created (REQ/REP carry QP number, start
-//     PSN, path MTU, the iface nonces and the AM credit window) and closed
-//     (DREQ lets the passive side destroy its QP);
-//   - the immediate data of SEND_WITH_IMM: the AM id in the low 5 bits, or
-//     bit 31 for a credit grant with the number of credits in the low 16
-//     bits.
+// A [Component] opens memory domains; its [Config] names the netdev (and
+// optionally the address and UDP port) of the verbs device. An [MD] owns
+// one verbs device and protection domain: Register makes a memory region
+// (the packed remote key is a version byte, the verbs rkey and the MD's
+// random 64-bit id), Alloc registers fresh 8-byte aligned Go memory (it is
+// not shared memory: peers reach it with RDMA only). An [Iface] owns a CQ
+// with a completion channel, a shared receive queue of pre-posted receive
+// buffers for active messages, bounce buffers for bcopy sends, and a
+// connection manager that listens on a TCP port of the device's address.
+// An [Endpoint] owns one RC QP.
+//
+// # Connection establishment
+//
+// The iface address carries the device's IPv4 address (the GID), its UDP
+// port, the connection manager's TCP port and a random nonce of the iface.
+// Connect creates a QP, dials the peer's connection manager (bounded by
+// EPParams.Timeout, default 3 s) and sends REQ (GID, UDP port, QPN, start
+// PSN, path MTU, both nonces, credit window); the peer checks the nonce,
+// creates its own QP, brings it to RTS and answers REP (QPN, PSN, MTU,
+// window); the requester then brings its QP to RTR and RTS. The local ACK
+// timeout is scaled so that retry_cnt (6) + 1 attempts take about half of
+// EPParams.Timeout; rnr_retry is 7 (infinite, RNR is back-pressure). The
+// TCP connection stays open as the endpoint's lifeline: Endpoint.Close
+// sends DREQ and the peer destroys its QP; if the peer iface closes or its
+// process dies, the connection ends and the endpoint enters its error
+// state with uct.ErrConnectionReset (watched by one goroutine per
+// endpoint, off the hot path).
+//
+// # Data path
+//
+// AMShort and small AMBcopy messages are SEND_WITH_IMM with inline data,
+// larger AMBcopy ones are sent from a bounce buffer and AMZcopy gathers the
+// header (from a bounce buffer) and the caller's buffers; the immediate
+// data carries the AM id. Each endpoint holds a window of 128 credits, one
+// per AM; the receiving iface returns credits every 64 receives with a
+// zero-length SEND_WITH_IMM on its QP (bit 31 of the immediate marks a
+// grant), so a receiver's SRQ is not flooded. Without a credit, a free send
+// queue slot or a bounce buffer, operations return uct.ErrNoResource and
+// pending requests are dispatched from Progress when room returns.
+// PutShort/PutBcopy are inline or bounce-buffer RDMA WRITEs, PutZcopy a
+// WRITE and GetBcopy/GetZcopy a READ straight from/into the caller's
+// buffers, which are registered for the duration of the operation. A
+// 64-bit fetch-add and compare-swap are the verbs atomics; every other
+// atomic is emulated with a compare-and-swap loop (see atomic.go).
+// CheckLiveness is a zero-length RDMA WRITE. Every work request is
+// signaled; Flush completes when all operations numbered before it have
+// completed, Flush(cancel) moves the QP to ERR so the rest complete with
+// uct.ErrCanceled (and the endpoint stays canceled).
+//
+// # Errors
+//
+// A failed work completion fails its operation with an *uct.OpError:
+// retry exceeded → uct.ErrEndpointTimeout, remote access or invalid
+// request → uct.ErrRemoteProtection, RNR retry exceeded →
+// uct.ErrRNRRetryExceeded; the endpoint enters that error state (Err
+// returns it, later operations fail fast, the iface error handler is
+// called and uct.EventEndpointError is posted) and its other outstanding
+// operations complete with uct.ErrFlushed (uct.ErrCanceled after Close or
+// Flush(cancel)). When the device's link goes down, new operations fail
+// with uct.ErrLocalNICFailed, uct.EventPortError is posted on every iface
+// of the device and WatchDevice watchers hear DeviceDown (DeviceUp and
+// EventPortActive when it returns). QP async events of the device go to
+// the iface that owns the QP.
+//
+// # Progress and blocking
+//
+// Progress drives the verbs engine (through polling the CQ), runs
+// completions and AM handlers and dispatches pending requests on the
+// caller's goroutine. Arm arms the CQ; Wait sleeps in poll(2) on the
+// completion channel, the device's socket and a wake eventfd.
+//
+// # Wire formats
+//
+// Owned by this package, each with a fuzz target: the iface address (32
+// bytes), the packed remote key (13 bytes) and the connection manager
+// messages REQ, REP, REJ and DREQ (framed with a magic, version, type and
+// length).
+//
+// Endpoints, ifaces and MDs are used from one goroutine at a time (the
+// Progress goroutine); the connection manager and lifeline goroutines only
+// touch state behind the iface's mutex or atomics. Close is idempotent on
+// every object.
 package rc

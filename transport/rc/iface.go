@@ -1,0 +1,710 @@
+package rc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/multierr"
+
+	"github.com/ucgo/ucgo/transport/rc/verbs"
+	"github.com/ucgo/ucgo/uct"
+)
+
+// Sizes of an iface's queues and buffers.
+const (
+	segSize     = 8192 // receive buffer and bounce buffer size: AMMaxBcopy, PutMaxBcopy
+	rxCount     = 512  // receive buffers pre-posted to the SRQ
+	txCount     = 256  // bounce buffers
+	opSlots     = 4096 // operations outstanding on the iface
+	sqDepth     = 256  // send queue depth of each QP
+	amWindow    = 128  // AM credits of an endpoint
+	amMaxHeader = 128  // AMZcopy header
+	maxIOV      = 8    // AMZcopy, PutZcopy and GetZcopy gather/scatter entries
+	maxRdAtomic = 16   // READs and atomics outstanding per QP
+	maxZcopy    = 1 << 30
+	cqSize      = opSlots + rxCount + 4*sqDepth
+	pollBatch   = 64
+
+	defaultTimeout = 3 * time.Second
+	retryCnt       = 6
+	rnrRetry       = 7  // infinite, as RNR is back-pressure, not failure
+	minRNRTimer    = 12 // 0.64 ms
+)
+
+// grantTag marks the WR id of a credit grant (a passive QP's send).
+const grantTag = 1 << 63
+
+// Iface is an rc iface: a CQ with a completion channel, an SRQ of AM
+// receive buffers, bounce buffers for bcopy sends, and a connection
+// manager that creates a passive QP for every endpoint a peer opens to it.
+type Iface struct {
+	md    *MD
+	dev   *verbs.Device
+	ch    *verbs.CompChannel
+	cq    *verbs.CQ
+	srq   *verbs.SRQ
+	rxBuf []byte
+	rxMR  *verbs.MR
+	txBuf []byte // txCount bounce buffers, then the inline scratch area
+	txMR  *verbs.MR
+	res   []byte // 8-byte atomic result per op slot
+	resMR *verbs.MR
+	cm    *cmServer
+	addr  Address
+	nonce uint64
+	mtu   verbs.MTU
+
+	maxInline int
+	wakeFD    int
+
+	events   *uct.EventQueue
+	errh     uct.ErrorHandlerSlot
+	notifier uct.Notifier
+
+	am [uct.MaxAMID + 1]struct {
+		h   uct.AMHandler
+		arg any
+	}
+
+	// mu guards what the connection manager's goroutines touch.
+	mu      sync.Mutex
+	eps     map[uint32]*Endpoint // by local QPN
+	passive map[uint32]*passiveQP
+	closed  bool
+
+	ops       []op
+	freeOps   []int32
+	freeTx    []int32
+	wc        []verbs.WC
+	backlog   []verbs.WC
+	sge       [maxIOV + 1]verbs.SGE
+	pendEPs   []*Endpoint
+	linkDown  atomic.Bool
+	linkWatch *uct.Watch
+	// attention is set by goroutines that failed an endpoint
+	// asynchronously; Progress applies their errors.
+	attention atomic.Bool
+	isClosed  atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// passiveQP is the QP an iface created for a peer's endpoint. It receives
+// the peer's AMs and grants credits back.
+type passiveQP struct {
+	qp     *verbs.QP
+	recvd  int // AMs received since the last grant
+	owed   int // credits not yet granted (the SQ was full)
+	sqUsed int
+}
+
+// OpenIface opens an iface on the MD's device.
+func (m *MD) OpenIface(p uct.IfaceParams) (uct.Iface, error) {
+	if p.Device != "" && p.Device != m.dev.Name() {
+		return nil, fmt.Errorf("rc: open iface on %q: this MD serves %q; open an MD of a component configured for it: %w",
+			p.Device, m.dev.Name(), uct.ErrUnsupported)
+	}
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("rc: open iface: %w", uct.ErrClosed)
+	}
+	it := &Iface{md: m, dev: m.dev, nonce: randU64(), events: uct.NewEventQueue(), wakeFD: -1,
+		eps: map[uint32]*Endpoint{}, passive: map[uint32]*passiveQP{}}
+	it.errh.Set(p.ErrorHandler, p.ErrorArg)
+	if err := it.open(); err != nil {
+		it.release()
+		return nil, err
+	}
+	m.mu.Lock()
+	m.ifaces[it] = struct{}{}
+	m.mu.Unlock()
+	return it, nil
+}
+
+func (it *Iface) open() error {
+	var err error
+	dev, pd := it.dev, it.md.pd
+	it.maxInline = min(dev.QueryDevice().MaxInlineData, 1024)
+	it.mtu = dev.QueryPort().ActiveMTU
+	if it.wakeFD, err = newEventFD(); err != nil {
+		return fmt.Errorf("rc: open iface: %w", err)
+	}
+	if it.ch, err = dev.NewCompChannel(); err != nil {
+		return fmt.Errorf("rc: open iface: %w", err)
+	}
+	if it.cq, err = dev.CreateCQ(cqSize, it.ch); err != nil {
+		return fmt.Errorf("rc: open iface: %w", err)
+	}
+	if it.srq, err = pd.CreateSRQ(verbs.SRQAttr{MaxWR: rxCount, MaxSGE: 1}); err != nil {
+		return fmt.Errorf("rc: open iface: %w", err)
+	}
+	it.rxBuf = make([]byte, rxCount*segSize)
+	if it.rxMR, err = pd.RegMR(it.rxBuf, verbs.AccessLocalWrite); err != nil {
+		return fmt.Errorf("rc: open iface: %w", err)
+	}
+	it.txBuf = make([]byte, txCount*segSize+it.maxInline)
+	if it.txMR, err = pd.RegMR(it.txBuf, verbs.AccessLocalWrite); err != nil {
+		return fmt.Errorf("rc: open iface: %w", err)
+	}
+	it.res = wordBytes(make([]uint64, opSlots))
+	if it.resMR, err = pd.RegMR(it.res, verbs.AccessLocalWrite); err != nil {
+		return fmt.Errorf("rc: open iface: %w", err)
+	}
+	for i := 0; i < rxCount; i++ {
+		if err := it.postRecv(i); err != nil {
+			return fmt.Errorf("rc: open iface: %w", err)
+		}
+	}
+	it.ops = make([]op, opSlots)
+	it.freeOps = make([]int32, 0, opSlots)
+	for i := opSlots - 1; i >= 0; i-- {
+		it.freeOps = append(it.freeOps, int32(i))
+	}
+	it.freeTx = make([]int32, 0, txCount)
+	for i := txCount - 1; i >= 0; i-- {
+		it.freeTx = append(it.freeTx, int32(i))
+	}
+	it.wc = make([]verbs.WC, pollBatch)
+	// The link state: a watcher first, then the current status, so no
+	// change is lost in between.
+	if it.linkWatch, err = dev.Watchers.Register(func(e uct.DeviceStatusEvent) { it.linkDown.Store(e.Status != uct.DeviceUp) }); err != nil {
+		return fmt.Errorf("rc: open iface: %w", err)
+	}
+	it.linkDown.Store(dev.Watchers.Status() != uct.DeviceUp)
+	local := dev.LocalAddr()
+	if it.cm, err = listenCM(local.Addr(), it.acceptCM); err != nil {
+		return err
+	}
+	it.addr = Address{IP: local.Addr(), UDPPort: local.Port(), CMPort: it.cm.Port(), Nonce: it.nonce}
+	return nil
+}
+
+func (it *Iface) postRecv(i int) error {
+	_, err := it.srq.PostRecv(verbs.RecvWR{ID: uint64(i), SG: []verbs.SGE{it.rxMR.SGE(i*segSize, segSize)}})
+	return err
+}
+
+// Attr describes the iface.
+func (it *Iface) Attr() uct.IfaceAttr {
+	return uct.IfaceAttr{
+		Transport: transportName,
+		Device:    it.dev.Name(),
+		Cap: uct.CapAMShort | uct.CapAMBcopy | uct.CapAMZcopy | uct.CapPutShort | uct.CapPutBcopy | uct.CapPutZcopy |
+			uct.CapGetBcopy | uct.CapGetZcopy | uct.CapAtomic32 | uct.CapAtomic64 | uct.CapPending |
+			uct.CapConnectToIface | uct.CapErrHandlePeerFailure | uct.CapEventSendComp | uct.CapEventRecv |
+			uct.CapCheckLiveness,
+		AMMaxShort:  it.maxInline - 8,
+		AMMaxBcopy:  segSize,
+		AMMaxZcopy:  segSize,
+		AMMaxHeader: amMaxHeader,
+		AMMaxIOV:    maxIOV,
+		PutMaxShort: it.maxInline,
+		PutMaxBcopy: segSize,
+		PutMaxZcopy: maxZcopy,
+		GetMaxBcopy: maxZcopy,
+		GetMaxZcopy: maxZcopy,
+		AddressLen:  addrLen,
+		Latency:     5 * time.Microsecond,
+		Bandwidth:   2e9,
+		Overhead:    500 * time.Nanosecond,
+	}
+}
+
+// Address returns the packed iface address.
+func (it *Iface) Address() []byte { return it.addr.Pack() }
+
+// SetAMHandler installs h for id; nil removes it.
+func (it *Iface) SetAMHandler(id uint8, h uct.AMHandler, arg any) error {
+	if id > uct.MaxAMID {
+		return fmt.Errorf("rc: AM id %d > %d: %w", id, uct.MaxAMID, uct.ErrInvalidParam)
+	}
+	it.am[id].h, it.am[id].arg = h, arg
+	return nil
+}
+
+// SetErrorHandler replaces the error handler; nil restores the default.
+func (it *Iface) SetErrorHandler(h uct.ErrorHandler, arg any) { it.errh.Set(h, arg) }
+
+// Events returns the iface's async event queue.
+func (it *Iface) Events() *uct.EventQueue { return it.events }
+
+// WatchDevice registers fn for link up and down of the iface's netdev.
+func (it *Iface) WatchDevice(fn func(uct.DeviceStatusEvent)) (*uct.Watch, error) {
+	return it.dev.Watchers.Register(fn)
+}
+
+// Notify is VipCQNotify over AM receives and operation completions.
+func (it *Iface) Notify(h func(arg any, err error), arg any) error {
+	return it.notifier.Notify(h, arg)
+}
+
+// deviceEvent takes an event of the MD's device (on the MD's event
+// goroutine): port events go to every iface, QP events to the QP's owner.
+func (it *Iface) deviceEvent(e *uct.Event) {
+	ne := &uct.Event{Type: e.Type, Object: e.Object, Owner: it, Err: e.Err}
+	switch e.Type {
+	case uct.EventPortError, uct.EventPortActive, uct.EventDeviceFatal:
+	default:
+		qp, ok := e.Owner.(*verbs.QP)
+		if !ok {
+			break
+		}
+		it.mu.Lock()
+		ep := it.eps[qp.QPNum()]
+		_, passive := it.passive[qp.QPNum()]
+		it.mu.Unlock()
+		if ep == nil && !passive {
+			return
+		}
+		if ep != nil && ep.qp == qp {
+			ne.Endpoint = ep
+		}
+	}
+	if it.isClosed.Load() {
+		return
+	}
+	it.events.Post(ne)
+	it.Wake()
+}
+
+// acceptCM answers a peer's REQ (on a connection manager goroutine):
+// create a QP, connect it to the requester's and bring it to RTS.
+func (it *Iface) acceptCM(req cmMsg) (cmMsg, func(), error) {
+	if req.DstNonce != it.nonce {
+		return cmMsg{}, nil, fmt.Errorf("rc: REQ for iface nonce %x, this is %x: %w", req.DstNonce, it.nonce, uct.ErrInvalidAddress)
+	}
+	if it.isClosed.Load() {
+		return cmMsg{}, nil, uct.ErrClosed
+	}
+	qp, err := it.createQP()
+	if err != nil {
+		return cmMsg{}, nil, err
+	}
+	mtu := it.pathMTU(req.MTU)
+	psn := uint32(randU64() & 0xffffff)
+	if err := connectQP(qp, req.GID, req.UDPPort, req.QPN, req.PSN, psn, mtu, defaultTimeout); err != nil {
+		qp.Close()
+		return cmMsg{}, nil, err
+	}
+	pq := &passiveQP{qp: qp}
+	it.mu.Lock()
+	if it.closed {
+		it.mu.Unlock()
+		qp.Close()
+		return cmMsg{}, nil, uct.ErrClosed
+	}
+	it.passive[qp.QPNum()] = pq
+	it.mu.Unlock()
+	release := func() {
+		it.mu.Lock()
+		delete(it.passive, qp.QPNum())
+		it.mu.Unlock()
+		qp.Modify(&verbs.QPAttr{State: verbs.QPSErr}, verbs.QPAttrState)
+		qp.Close()
+	}
+	return cmMsg{Type: cmREP, QPN: qp.QPNum(), PSN: psn, MTU: uint16(mtu.Bytes()), Nonce: it.nonce, Window: amWindow}, release, nil
+}
+
+func (it *Iface) pathMTU(peerBytes uint16) verbs.MTU {
+	mtu := it.mtu
+	for mtu > verbs.MTU256 && mtu.Bytes() > int(peerBytes) {
+		mtu--
+	}
+	return mtu
+}
+
+func (it *Iface) createQP() (*verbs.QP, error) {
+	qp, err := it.md.pd.CreateQP(verbs.QPInitAttr{SendCQ: it.cq, RecvCQ: it.cq, SRQ: it.srq,
+		Cap: verbs.QPCap{MaxSendWR: sqDepth, MaxSendSGE: maxIOV + 1, MaxInlineData: it.maxInline}})
+	if err != nil {
+		return nil, fmt.Errorf("rc: create qp: %w", err)
+	}
+	err = qp.Modify(&verbs.QPAttr{State: verbs.QPSInit, PortNum: 1,
+		AccessFlags: verbs.AccessLocalWrite | verbs.AccessRemoteWrite | verbs.AccessRemoteRead | verbs.AccessRemoteAtomic},
+		verbs.QPAttrState|verbs.QPAttrPKeyIndex|verbs.QPAttrPort|verbs.QPAttrAccessFlags)
+	if err != nil {
+		qp.Close()
+		return nil, fmt.Errorf("rc: qp to INIT: %w", err)
+	}
+	return qp, nil
+}
+
+// ackTimeout is the IB local ACK timeout exponent (4.096 µs · 2^t) such
+// that retryCnt+1 attempts take about half of timeout, within 16 ms ..
+// 4.3 s per attempt.
+func ackTimeout(timeout time.Duration) uint8 {
+	per := timeout / (2 * (retryCnt + 1))
+	units := uint64(per / (4096 * time.Nanosecond))
+	if units < 1 {
+		units = 1
+	}
+	t := bits.Len64(units) - 1
+	return uint8(min(max(t, 12), 20))
+}
+
+// connectQP brings qp from INIT to RTS towards the remote QP.
+func connectQP(qp *verbs.QP, gid netip.Addr, udpPort uint16, dqpn, rqpsn, sqpsn uint32, mtu verbs.MTU, timeout time.Duration) error {
+	err := qp.Modify(&verbs.QPAttr{State: verbs.QPSRTR, AH: verbs.AHAttr{DGID: gid, DPort: udpPort, HopLimit: 64},
+		PathMTU: mtu, DestQPN: dqpn, RQPSN: rqpsn, MaxDestRdAtomic: maxRdAtomic, MinRNRTimer: minRNRTimer},
+		verbs.QPAttrState|verbs.QPAttrAV|verbs.QPAttrPathMTU|verbs.QPAttrDestQPN|verbs.QPAttrRQPSN|
+			verbs.QPAttrMaxDestRdAtomic|verbs.QPAttrMinRNRTimer)
+	if err != nil {
+		return fmt.Errorf("rc: qp to RTR: %w", err)
+	}
+	err = qp.Modify(&verbs.QPAttr{State: verbs.QPSRTS, SQPSN: sqpsn, Timeout: ackTimeout(timeout),
+		RetryCnt: retryCnt, RNRRetry: rnrRetry, MaxRdAtomic: maxRdAtomic},
+		verbs.QPAttrState|verbs.QPAttrSQPSN|verbs.QPAttrTimeout|verbs.QPAttrRetryCnt|verbs.QPAttrRNRRetry|verbs.QPAttrMaxQPRdAtomic)
+	if err != nil {
+		return fmt.Errorf("rc: qp to RTS: %w", err)
+	}
+	return nil
+}
+
+// Connect creates an endpoint to the iface at addr: a QP connected to one
+// the peer creates through its connection manager.
+func (it *Iface) Connect(addr []byte, params uct.EPParams) (uct.Endpoint, error) {
+	a, err := DecodeAddress(addr)
+	if err != nil {
+		return nil, uct.NewOpError(transportName, "connect", "", uct.ErrInvalidAddress, err)
+	}
+	peer := a.String()
+	if it.isClosed.Load() {
+		return nil, uct.NewOpError(transportName, "connect", peer, uct.ErrClosed, nil)
+	}
+	if it.linkDown.Load() {
+		return nil, uct.NewOpError(transportName, "connect", peer, uct.ErrLocalNICFailed, nil)
+	}
+	timeout := params.Timeout
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	qp, err := it.createQP()
+	if err != nil {
+		return nil, uct.NewOpError(transportName, "connect", peer, uct.ErrNoResource, err)
+	}
+	psn := uint32(randU64() & 0xffffff)
+	local := it.dev.LocalAddr()
+	req := cmMsg{Type: cmREQ, GID: local.Addr(), UDPPort: local.Port(), QPN: qp.QPNum(), PSN: psn,
+		MTU: uint16(it.mtu.Bytes()), Nonce: it.nonce, DstNonce: a.Nonce, Window: amWindow}
+	conn, rep, err := cmDial(context.Background(), netip.AddrPortFrom(a.IP, a.CMPort), req, timeout)
+	if err != nil {
+		qp.Close()
+		return nil, uct.NewOpError(transportName, "connect", peer, uct.OK, err)
+	}
+	if err := connectQP(qp, a.IP, a.UDPPort, rep.QPN, rep.PSN, psn, it.pathMTU(rep.MTU), timeout); err != nil {
+		conn.Close()
+		qp.Close()
+		return nil, uct.NewOpError(transportName, "connect", peer, uct.ErrUnreachable, err)
+	}
+	ep := &Endpoint{it: it, qp: qp, conn: conn, peer: a, name: fmt.Sprintf("%s qp %#x", netip.AddrPortFrom(a.IP, a.UDPPort), rep.QPN),
+		credits: int(rep.Window), peerQPN: rep.QPN}
+	it.mu.Lock()
+	if it.closed {
+		it.mu.Unlock()
+		conn.Close()
+		qp.Close()
+		return nil, uct.NewOpError(transportName, "connect", peer, uct.ErrClosed, nil)
+	}
+	it.eps[qp.QPNum()] = ep
+	it.mu.Unlock()
+	go ep.watchLifeline()
+	return ep, nil
+}
+
+// Progress drives the device, polls the CQ, runs completions and AM
+// handlers and dispatches pending requests.
+func (it *Iface) Progress() int {
+	if it.isClosed.Load() {
+		return 0
+	}
+	n := 0
+	if it.attention.Load() {
+		it.attention.Store(false)
+		n += it.applyAsyncErrors()
+	}
+	if len(it.backlog) > 0 {
+		b := it.backlog
+		it.backlog = nil
+		for i := range b {
+			it.handleWC(&b[i])
+		}
+		n += len(b)
+	}
+	k := it.cq.Poll(it.wc)
+	for i := 0; i < k; i++ {
+		it.handleWC(&it.wc[i])
+	}
+	n += k
+	if len(it.pendEPs) > 0 {
+		n += it.dispatchPending()
+	}
+	return n
+}
+
+func (it *Iface) applyAsyncErrors() int {
+	it.mu.Lock()
+	var failed []*Endpoint
+	for _, ep := range it.eps {
+		if ep.asyncErr.Load() != nil && ep.err == nil {
+			failed = append(failed, ep)
+		}
+	}
+	it.mu.Unlock()
+	for _, ep := range failed {
+		ep.fail(*ep.asyncErr.Load())
+	}
+	return len(failed)
+}
+
+func (it *Iface) handleWC(wc *verbs.WC) {
+	if wc.Opcode == verbs.WCRecv || wc.Opcode == verbs.WCRecvRDMAWithImm {
+		it.recvDone(wc)
+		return
+	}
+	if wc.WRID&grantTag != 0 {
+		it.mu.Lock()
+		if pq := it.passive[wc.QPNum]; pq != nil {
+			pq.sqUsed--
+			if pq.owed > 0 && wc.Status == verbs.WCSuccess {
+				it.grantLocked(pq, 0)
+			}
+		}
+		it.mu.Unlock()
+		return
+	}
+	it.sendDone(wc)
+}
+
+func (it *Iface) recvDone(wc *verbs.WC) {
+	idx := int(wc.WRID)
+	if wc.Status != verbs.WCSuccess || idx < 0 || idx >= rxCount {
+		if idx >= 0 && idx < rxCount && !it.isClosed.Load() {
+			it.postRecv(idx)
+		}
+		return
+	}
+	if wc.Flags&verbs.WCWithImm != 0 && immIsGrant(wc.Imm) {
+		it.mu.Lock()
+		ep := it.eps[wc.QPNum]
+		it.mu.Unlock()
+		it.postRecv(idx)
+		if ep != nil {
+			ep.credits += immCredits(wc.Imm)
+			if len(ep.pending) > 0 {
+				it.wantDispatch(ep)
+			}
+		}
+		return
+	}
+	id := immAMID(wc.Imm)
+	if h := it.am[id].h; h != nil {
+		h(it.am[id].arg, it.rxBuf[idx*segSize:idx*segSize+int(wc.ByteLen)], 0)
+	}
+	it.postRecv(idx)
+	it.mu.Lock()
+	if pq := it.passive[wc.QPNum]; pq != nil {
+		pq.recvd++
+		if pq.recvd >= amWindow/2 {
+			it.grantLocked(pq, pq.recvd)
+			pq.recvd = 0
+		}
+	}
+	it.mu.Unlock()
+	it.notifier.Completed(1)
+}
+
+// grantLocked returns n (plus any owed) credits to the peer of pq.
+func (it *Iface) grantLocked(pq *passiveQP, n int) {
+	pq.owed += n
+	if pq.owed == 0 || pq.sqUsed >= sqDepth {
+		return
+	}
+	_, err := pq.qp.PostSend(verbs.SendWR{ID: grantTag | uint64(pq.qp.QPNum()), Opcode: verbs.WRSendWithImm,
+		Flags: verbs.SendSignaled | verbs.SendInline, Imm: immGrantOf(pq.owed)})
+	if err == nil {
+		pq.sqUsed++
+		pq.owed = 0
+	}
+}
+
+func (it *Iface) wantDispatch(ep *Endpoint) {
+	if !ep.inPendList {
+		ep.inPendList = true
+		it.pendEPs = append(it.pendEPs, ep)
+	}
+}
+
+func (it *Iface) dispatchPending() int {
+	n := 0
+	eps := it.pendEPs
+	it.pendEPs = nil
+	for _, ep := range eps {
+		ep.inPendList = false
+		n += ep.dispatch()
+		if len(ep.pending) > 0 {
+			it.wantDispatch(ep)
+		}
+	}
+	return n
+}
+
+// Arm arms the CQ so that the next completion wakes Wait; ErrBusy if
+// something is already waiting for Progress.
+func (it *Iface) Arm() error {
+	if it.isClosed.Load() {
+		return uct.ErrClosed
+	}
+	if len(it.backlog) > 0 || it.attention.Load() || it.hasDispatchable() {
+		return uct.ErrBusy
+	}
+	for it.ch.TryGetCQEvent() != nil {
+	}
+	if k := it.cq.Poll(it.wc); k > 0 {
+		it.backlog = append(it.backlog, it.wc[:k]...)
+		return uct.ErrBusy
+	}
+	if err := it.cq.ReqNotify(false); err != nil {
+		return err
+	}
+	if k := it.cq.PollNoProgress(it.wc); k > 0 {
+		it.backlog = append(it.backlog, it.wc[:k]...)
+		return uct.ErrBusy
+	}
+	return nil
+}
+
+func (it *Iface) hasDispatchable() bool {
+	for _, ep := range it.pendEPs {
+		if ep.err != nil || ep.hasRoom(true) {
+			return true
+		}
+	}
+	return false
+}
+
+// Wait sleeps until the completion channel fires, a packet arrives on the
+// device's socket, Wake is called or ctx ends.
+func (it *Iface) Wait(ctx context.Context) error {
+	if it.isClosed.Load() {
+		return uct.ErrClosed
+	}
+	stop := context.AfterFunc(ctx, it.Wake)
+	defer stop()
+	if err := pollFDs(it.ch.Fd(), it.dev.Fd(), it.wakeFD); err != nil {
+		return err
+	}
+	drainEventFD(it.wakeFD)
+	return ctx.Err()
+}
+
+// Wake makes a concurrent Wait return.
+func (it *Iface) Wake() {
+	if fd := it.wakeFD; fd >= 0 && !it.isClosed.Load() {
+		signalEventFD(fd)
+	}
+}
+
+// Flush completes when every operation of every endpoint has completed.
+func (it *Iface) Flush(comp *uct.Completion) error {
+	if it.isClosed.Load() {
+		return uct.NewOpError(transportName, "iface_flush", "", uct.ErrClosed, nil)
+	}
+	it.mu.Lock()
+	var busy []*Endpoint
+	for _, ep := range it.eps {
+		if ep.outstanding() {
+			busy = append(busy, ep)
+		}
+	}
+	it.mu.Unlock()
+	if len(busy) == 0 {
+		return nil
+	}
+	agg := &uct.Completion{Count: int32(len(busy)), Func: func(c *uct.Completion) { comp.Invoke(c.Status) }}
+	for _, ep := range busy {
+		ep.addFlushWaiter(agg)
+	}
+	return uct.ErrInProgress
+}
+
+// Fence orders later operations of every endpoint after earlier ones.
+func (it *Iface) Fence() error {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	for _, ep := range it.eps {
+		ep.fence = true
+	}
+	return nil
+}
+
+// Close closes the connection manager (destroying passive QPs), closes
+// every endpoint (their outstanding operations complete with
+// ErrCanceled), cancels queued Notify handlers and frees the queues.
+func (it *Iface) Close() error {
+	it.closeOnce.Do(func() {
+		var err error
+		if it.cm != nil {
+			err = it.cm.Close()
+		}
+		it.mu.Lock()
+		eps := make([]*Endpoint, 0, len(it.eps))
+		for _, ep := range it.eps {
+			eps = append(eps, ep)
+		}
+		it.mu.Unlock()
+		for _, ep := range eps {
+			err = multierr.Append(err, ep.Close())
+		}
+		it.mu.Lock()
+		it.closed = true
+		it.mu.Unlock()
+		it.isClosed.Store(true)
+		it.notifier.Cancel()
+		it.md.mu.Lock()
+		delete(it.md.ifaces, it)
+		it.md.mu.Unlock()
+		it.events.Close()
+		it.closeErr = multierr.Append(err, it.release())
+	})
+	return it.closeErr
+}
+
+// release frees what open created.
+func (it *Iface) release() error {
+	var err error
+	if it.linkWatch != nil {
+		it.linkWatch.Close()
+	}
+	if it.srq != nil {
+		err = multierr.Append(err, it.srq.Close())
+	}
+	for _, mr := range []*verbs.MR{it.rxMR, it.txMR, it.resMR} {
+		if mr != nil {
+			err = multierr.Append(err, mr.Dereg())
+		}
+	}
+	if it.cq != nil {
+		err = multierr.Append(err, it.cq.Close())
+	}
+	if it.ch != nil {
+		err = multierr.Append(err, it.ch.Close())
+	}
+	if it.cm != nil && it.addr.CMPort == 0 {
+		err = multierr.Append(err, it.cm.Close())
+	}
+	if it.wakeFD >= 0 {
+		err = multierr.Append(err, closeFD(it.wakeFD))
+	}
+	if errors.Is(err, uct.ErrBusy) {
+		return fmt.Errorf("rc: close iface: %w", err)
+	}
+	return err
+}
