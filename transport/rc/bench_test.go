@@ -1,0 +1,114 @@
+package rc
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ucgo/ucgo/uct"
+	"github.com/ucgo/ucgo/uct/ucttest"
+)
+
+// pinSelf pins the calling goroutine's thread to CPU 0 (the child runs on
+// the last CPU) and returns a function undoing it.
+func pinSelf() func() {
+	runtime.LockOSThread()
+	var old, set unix.CPUSet
+	unix.SchedGetaffinity(0, &old)
+	set.Set(0)
+	if runtime.NumCPU() > 1 {
+		unix.SchedSetaffinity(0, &set)
+	}
+	return func() {
+		unix.SchedSetaffinity(0, &old)
+		runtime.UnlockOSThread()
+	}
+}
+
+// BenchmarkAMLatency: 8-byte AM ping-pong between processes in two
+// network namespaces joined by veth; ns/oneway is half the round trip.
+func BenchmarkAMLatency(b *testing.B) {
+	p := startPeerRole(b, 5*time.Second, "pinned")
+	defer pinSelf()()
+	send := func(i int) {
+		for {
+			err := p.ep.AMShort(amEcho, uint64(i), nil)
+			if err == nil {
+				return
+			}
+			if err != uct.ErrNoResource {
+				b.Fatal(err)
+			}
+			p.it.Progress()
+		}
+	}
+	for i := 0; i < 1000; i++ { // warm up
+		send(i)
+		p.until("echo", func() bool { return len(p.echo) > i })
+	}
+	p.echo = p.echo[:0]
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		send(i)
+		for len(p.echo) <= i {
+			p.it.Progress()
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*b.N), "ns/oneway")
+	p.quit()
+}
+
+// BenchmarkPutBandwidth: 1 MiB RDMA WRITEs (PutZcopy) into the child's
+// memory, up to 16 in flight.
+func BenchmarkPutBandwidth(b *testing.B) {
+	p := startPeerRole(b, 5*time.Second, "pinned")
+	defer pinSelf()()
+	const size = 1 << 20
+	src := pattern(size, 1)
+	iov := [][]byte{src}
+	inflight := 0
+	comp := uct.Completion{Func: func(c *uct.Completion) {
+		if c.Status != nil {
+			b.Error(c.Status)
+		}
+		inflight--
+		c.Count = 1
+	}, Count: 1}
+	comps := make([]uct.Completion, 16)
+	for i := range comps {
+		comps[i] = comp
+	}
+	b.SetBytes(size)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for inflight == len(comps) {
+			p.it.Progress()
+		}
+		for {
+			c := &comps[i%len(comps)]
+			err := p.ep.PutZcopy(iov, p.memAddr, p.rkey, c)
+			if err == uct.ErrInProgress {
+				inflight++
+				break
+			}
+			if err != uct.ErrNoResource {
+				b.Fatal(err)
+			}
+			p.it.Progress()
+		}
+	}
+	for inflight > 0 {
+		p.it.Progress()
+	}
+	b.StopTimer()
+	p.quit()
+}
+
+// BenchmarkLoopback runs the uct standard benchmarks between two devices
+// on 127.0.0.1 in one process.
+func BenchmarkLoopback(b *testing.B) {
+	ucttest.Bench(b, loopPair)
+}
