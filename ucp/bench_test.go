@@ -1,0 +1,227 @@
+package ucp
+
+import (
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Benchmarks run between this process (pinned to CPU 0) and a child
+// process (pinned to the last CPU) over the default transports, in both
+// error modes. Requests are waited for by spinning on Progress, as
+// ucx_perftest does.
+
+const (
+	tagBench = 3
+	bwWindow = 16 // rendezvous sends (and receives) in flight
+	bwSize   = 1 << 20
+)
+
+func init() {
+	// pong: pinned; echo every message back to its sender until tagQuit.
+	childRoles["pong"] = func(nd *node) error {
+		defer pinCPU(runtime.NumCPU() - 1)()
+		defer childProfile()()
+		buf := make([]byte, 64<<10)
+		for {
+			r := nd.w.TagRecv(buf, 0, 0, nil)
+			spin(nd.w, r)
+			if err := r.Err(); err != nil {
+				return err
+			}
+			info := r.Info()
+			r.Release()
+			if uint32(info.Tag) == tagQuit {
+				return nil
+			}
+			s := info.Sender.TagSend(buf[:info.Length], mkTag(nd.rank, uint32(info.Tag)), nil)
+			spin(nd.w, s)
+			if err := s.Err(); err != nil {
+				return err
+			}
+			s.Release()
+		}
+	}
+	// sink: pinned; keep bwWindow receives of tagBench posted on one
+	// buffer, until tagQuit.
+	childRoles["sink"] = func(nd *node) error {
+		defer pinCPU(runtime.NumCPU() - 1)()
+		defer childProfile()()
+		buf := make([]byte, bwSize)
+		var win [bwWindow]*Request
+		for i := range win {
+			win[i] = nd.w.TagRecv(buf, mkTag(0, tagBench), exact, nil)
+		}
+		quit := nd.w.TagRecv(nil, tagQuit, 0xffffffff, nil)
+		for i := 0; ; i = (i + 1) % bwWindow {
+			r := win[i]
+			for !r.Done() && !quit.Done() {
+				nd.w.Progress()
+			}
+			if quit.Done() {
+				for _, r := range win {
+					r.Cancel()
+				}
+				return quit.Err()
+			}
+			if err := r.Err(); err != nil {
+				return err
+			}
+			r.Release()
+			win[i] = nd.w.TagRecv(buf, mkTag(0, tagBench), exact, nil)
+		}
+	}
+}
+
+// childProfileEnv names a file for a benchmark child's CPU profile.
+const childProfileEnv = "UCGO_UCP_CHILD_CPUPROFILE"
+
+func childProfile() func() {
+	name := os.Getenv(childProfileEnv)
+	if name == "" {
+		return func() {}
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return func() {}
+	}
+	pprof.StartCPUProfile(f)
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
+
+// pinCPU pins the calling goroutine's thread to cpu and returns a function
+// undoing it.
+func pinCPU(cpu int) func() {
+	runtime.LockOSThread()
+	var old, set unix.CPUSet
+	unix.SchedGetaffinity(0, &old)
+	set.Set(cpu)
+	if runtime.NumCPU() > 1 {
+		unix.SchedSetaffinity(0, &set)
+	}
+	return func() {
+		unix.SchedSetaffinity(0, &old)
+		runtime.UnlockOSThread()
+	}
+}
+
+// spin progresses w until r completes.
+func spin(w *Worker, r *Request) {
+	for !r.Done() {
+		w.Progress()
+	}
+}
+
+var benchModes = []struct {
+	name string
+	mode ErrorMode
+}{{"none", ErrorModeNone}, {"peer", ErrorModePeer}}
+
+func benchWorld(b *testing.B, role string, mode ErrorMode, env ...string) *node {
+	env = append(env, EnvErrMode+"="+mode.String())
+	return world(b, 2, role, Config{ErrorMode: mode}, env...)
+}
+
+func benchQuit(nd *node) {
+	s := nd.eps[1].TagSend(nil, mkTag(0, tagQuit), nil)
+	spin(nd.w, s)
+	nd.must(s.Err())
+	nd.exitOK(1)
+}
+
+// BenchmarkTagLatency: 8-byte tag ping-pong; ns/oneway is half the round
+// trip.
+func BenchmarkTagLatency(b *testing.B) {
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) { benchTagLatency(b, m.mode, 8) })
+	}
+}
+
+func benchTagLatency(b *testing.B, mode ErrorMode, size int, env ...string) {
+	nd := benchWorld(b, "pong", mode, env...)
+	defer pinCPU(0)()
+	ep, w := nd.eps[1], nd.w
+	out, in := pattern(size, 1), make([]byte, size)
+	tag := mkTag(1, tagBench)
+	round := func() {
+		r := w.TagRecv(in, tag, exact, nil)
+		s := ep.TagSend(out, mkTag(0, tagBench), nil)
+		spin(w, s)
+		spin(w, r)
+		if err := s.Err(); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Err(); err != nil {
+			b.Fatal(err)
+		}
+		s.Release()
+		r.Release()
+	}
+	for i := 0; i < 1000; i++ {
+		round()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		round()
+	}
+	el := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(el.Nanoseconds())/float64(2*b.N), "ns/oneway")
+	benchQuit(nd)
+}
+
+// BenchmarkTagBandwidth: 1 MiB tag sends (rendezvous) with bwWindow in
+// flight; a send completes when the receiver has the data.
+func BenchmarkTagBandwidth(b *testing.B) {
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) { benchTagBandwidth(b, m.mode, bwSize) })
+	}
+}
+
+func benchTagBandwidth(b *testing.B, mode ErrorMode, size int, env ...string) {
+	nd := benchWorld(b, "sink", mode, env...)
+	defer pinCPU(0)()
+	ep, w := nd.eps[1], nd.w
+	buf := pattern(size, 1)
+	tag := mkTag(0, tagBench)
+	var win [bwWindow]*Request
+	run := func(n int) {
+		for i := 0; i < n; i++ {
+			k := i % bwWindow
+			if r := win[k]; r != nil {
+				spin(w, r)
+				if err := r.Err(); err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+			}
+			win[k] = ep.TagSend(buf, tag, nil)
+		}
+		for k, r := range win {
+			if r != nil {
+				spin(w, r)
+				if err := r.Err(); err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+				win[k] = nil
+			}
+		}
+	}
+	run(2 * bwWindow)
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	run(b.N)
+	b.StopTimer()
+	benchQuit(nd)
+}
