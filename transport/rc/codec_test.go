@@ -42,8 +42,33 @@ func TestAddressRoundTrip(t *testing.T) {
 	}
 }
 
+// TestAddressUDPPort: the UDP port travels in bytes 2-3, big-endian, so a
+// device that could not share 4791 is reached on the port it bound.
+func TestAddressUDPPort(t *testing.T) {
+	for _, port := range []uint16{4791, 1, 33000, 60999, 65535} {
+		a := sampleAddr()
+		a.UDPPort = port
+		b := a.Pack()
+		if got := uint16(b[2])<<8 | uint16(b[3]); got != port {
+			t.Errorf("port %d packed as %02x%02x", port, b[2], b[3])
+		}
+		d, err := DecodeAddress(b)
+		if err != nil || d != a {
+			t.Errorf("port %d: decoded %v, %v", port, d, err)
+		}
+	}
+	a := sampleAddr()
+	a.UDPPort = 0
+	if _, err := DecodeAddress(a.Pack()); !errors.Is(err, uct.ErrInvalidAddress) {
+		t.Errorf("UDP port 0: %v, want ErrInvalidAddress", err)
+	}
+}
+
 func FuzzDecodeAddress(f *testing.F) {
 	f.Add(sampleAddr().Pack())
+	fallback := sampleAddr()
+	fallback.UDPPort = 45017
+	f.Add(fallback.Pack())
 	f.Add([]byte{})
 	f.Add(bytes.Repeat([]byte{0xee}, addrLen))
 	f.Fuzz(func(t *testing.T, b []byte) {

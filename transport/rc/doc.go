@@ -19,6 +19,10 @@
 //
 // The iface address carries the device's IPv4 address (the GID), its UDP
 // port, the connection manager's TCP port and a random nonce of the iface.
+// The UDP port is 4791, shared with the host's other processes through
+// eBPF steering, unless eBPF is not permitted and the device had to bind a
+// port of its own (see verbs.Config.Port); peers send to the port in the
+// address, so both kinds of device talk to each other.
 // Connect creates a QP, dials the peer's connection manager (bounded by
 // EPParams.Timeout, default 3 s) and sends REQ (GID, UDP port, QPN, start
 // PSN, path MTU, both nonces, credit window); the peer checks the nonce,

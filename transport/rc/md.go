@@ -24,8 +24,13 @@ type Config struct {
 	Device string
 	// Addr is the local IPv4 address; invalid means the device's first.
 	Addr netip.Addr
-	// Port is the RoCEv2 UDP port; 0 means 4791.
+	// Port is the RoCEv2 UDP port; 0 means 4791, shared with the host's
+	// other processes where eBPF is permitted and replaced by a port of
+	// the device's own otherwise (see verbs.Config.Port). The iface
+	// address carries the port.
 	Port int
+	// NoShare binds port 4791 without sharing it (verbs.Config.NoShare).
+	NoShare bool
 }
 
 // Component is the rc transport.
@@ -82,7 +87,7 @@ func defaultDevice() string {
 // of the component's Config) with one protection domain. Every iface and
 // every registration of the MD lives on that device.
 func (c *Component) OpenMD(uct.MDParams) (uct.MD, error) {
-	vc := verbs.Config{Interface: c.cfg.Device, Addr: c.cfg.Addr, Port: c.cfg.Port}
+	vc := verbs.Config{Interface: c.cfg.Device, Addr: c.cfg.Addr, Port: c.cfg.Port, NoShare: c.cfg.NoShare}
 	if vc.Interface == "" && !vc.Addr.IsValid() {
 		vc.Interface = defaultDevice()
 	}

@@ -64,7 +64,18 @@ type Config struct {
 	// Port is the local UDP port; 0 means 4791 (RoCEv2), -1 a port the
 	// kernel picks (see LocalAddr). A peer whose port is not 4791 must be
 	// named in the QP's address vector (AHAttr.DPort).
+	//
+	// Port 4791 is shared with the other processes of the host that use
+	// it: an eBPF program steers each packet to the process owning its
+	// destination QP, and the device takes its QPNs from the range it was
+	// given (see SharedPort). Where eBPF is not permitted (not root, no
+	// bpffs) or all 255 ranges are taken, the device binds 4791 alone if it
+	// is free and a port the kernel picks otherwise. Any other port is
+	// bound alone.
 	Port int
+	// NoShare makes a device on port 4791 bind it without joining the
+	// processes that share it, as if eBPF were not permitted.
+	NoShare bool
 	// ProgressInterval is how often the background goroutine checks
 	// whether the owner has stopped driving progress (default 2 ms). A
 	// negative value disables the background goroutine.
@@ -141,7 +152,8 @@ type Device struct {
 	mrs    map[uint32]*MR
 	qps    map[uint32]*QP
 	keySeq uint32
-	qpSeq  uint32
+	qpBase uint32 // top byte of every QPN: the port sharing range
+	qpSeq  uint32 // low 16 bits of the last QPN handed out
 	cqSeq  int
 	srqSeq int
 	rng    *rand.PCG
@@ -203,11 +215,14 @@ func Open(cfg Config) (*Device, error) {
 	if bufSize <= 0 {
 		bufSize = 8 << 20
 	}
-	d.sock, err = openSocket(d.local, bufSize, !cfg.NoGSO)
+	d.sock, err = openSocket(d.local, bufSize, !cfg.NoGSO, port == roce.Port, !cfg.NoShare)
 	if err != nil {
 		return nil, fmt.Errorf("verbs: open %s: %w", d.local, err)
 	}
 	d.local = netip.AddrPortFrom(addr, d.sock.port)
+	if m := d.sock.member; m != nil {
+		d.qpBase, _ = m.QPNRange()
+	}
 	d.tx.init(d.sock.gso)
 	d.rx.init()
 	up, nl, err := watchLink(d.index, d.linkChanged)
@@ -291,6 +306,19 @@ func (d *Device) GID() netip.Addr { return d.gid }
 
 // LocalAddr returns the local IP address and UDP port.
 func (d *Device) LocalAddr() netip.AddrPort { return d.local }
+
+// SharedPort reports whether the device shares its UDP port with other
+// processes (see Config.Port). When it does not although it was to (port
+// 4791 without NoShare), why says what prevented it.
+func (d *Device) SharedPort() (shared bool, why error) {
+	return d.sock.member != nil, d.sock.shareErr
+}
+
+// QPNRange returns the QP numbers the device hands out: with a shared
+// port, those its packets are steered by.
+func (d *Device) QPNRange() (first, last uint32) {
+	return d.qpBase | qpnLowFirst, d.qpBase | 0xffff
+}
 
 // Events returns the device's async event queue (ibv_get_async_event).
 func (d *Device) Events() *uct.EventQueue { return d.events }

@@ -19,6 +19,23 @@
 // it registered referenced; remote addresses are virtual addresses inside
 // it (MR.Addr() + offset). QP numbers are unique per device.
 //
+// # Sharing port 4791
+//
+// Peers such as the Linux kernel's rdma_rxe send every packet to UDP port
+// 4791, so every process on a host wants that port. A device on 4791 joins
+// the host's group of sockets sharing it (internal/reuseport): an
+// SK_REUSEPORT eBPF program steers each datagram by the top byte of its
+// BTH destination QPN to the socket of the process that claimed that byte,
+// and the device hands out only QPNs with its byte (Device.QPNRange), so
+// QP numbers are unique across the processes of the group. The device
+// holds its member of the group (slot and socket) until Close; a process
+// that dies frees its slot. Where eBPF is not permitted (not root, no
+// bpffs), all 255 slots are taken or a process holds 4791 without sharing
+// it, the device binds 4791 alone if it is free and a port the kernel
+// picks otherwise (Device.SharedPort says which and why); a peer must
+// then be told that port (AHAttr.DPort), which the rc transport carries in
+// its iface address.
+//
 // # Progress model
 //
 // There is no goroutine on the data path. One mutex per device (the

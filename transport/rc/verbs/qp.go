@@ -115,6 +115,10 @@ type QPInitAttr struct {
 	SQSigAll bool
 }
 
+// qpnLowFirst is the lowest low 16 bits of a QPN the device hands out;
+// below it are QPs 0 and 1 and a few kept free, as on an HCA.
+const qpnLowFirst = 0x11
+
 // QP is a reliable-connected queue pair (ibv_qp).
 type QP struct {
 	d     *Device
@@ -172,19 +176,19 @@ func (pd *PD) CreateQP(init QPInitAttr) (*QP, error) {
 	if d.closed || pd.closed {
 		return nil, fmt.Errorf("verbs: create qp: %w", uct.ErrClosed)
 	}
-	if len(d.qps) >= 0xffff {
+	if len(d.qps) > 0xffff-qpnLowFirst {
 		return nil, fmt.Errorf("verbs: create qp: %w", uct.ErrNoResource)
 	}
 	for {
 		d.qpSeq = (d.qpSeq + 1) & 0xffff
-		if d.qpSeq < 0x11 {
+		if d.qpSeq < qpnLowFirst {
 			continue
 		}
-		if d.qps[d.qpSeq] == nil {
+		if d.qps[d.qpBase|d.qpSeq] == nil {
 			break
 		}
 	}
-	qp := &QP{d: d, pd: pd, qpn: d.qpSeq, scq: init.SendCQ, rcq: init.RecvCQ, srq: init.SRQ, cap: c, sig: init.SQSigAll}
+	qp := &QP{d: d, pd: pd, qpn: d.qpBase | d.qpSeq, scq: init.SendCQ, rcq: init.RecvCQ, srq: init.SRQ, cap: c, sig: init.SQSigAll}
 	qp.req.init(c)
 	if init.SRQ == nil {
 		qp.rq.init(c.MaxRecvWR)

@@ -10,7 +10,10 @@ import (
 	"syscall"
 	"time"
 
+	"go.uber.org/multierr"
 	"golang.org/x/sys/unix"
+
+	"github.com/ucgo/ucgo/internal/reuseport"
 )
 
 // socket is the device's non-blocking UDP socket.
@@ -18,14 +21,18 @@ type socket struct {
 	fd   int
 	port uint16
 	gso  bool
+	// member is the socket's place in the group sharing the RoCEv2 port
+	// (nil when the port is not shared); shareErr says why not.
+	member   *reuseport.Member
+	shareErr error
 }
 
-func openSocket(local netip.AddrPort, bufSize int, gso bool) (*socket, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+func openSocket(local netip.AddrPort, bufSize int, gso, rocePort, share bool) (*socket, error) {
+	s, err := bindSocket(local, rocePort, share)
 	if err != nil {
-		return nil, fmt.Errorf("socket: %w", err)
+		return nil, err
 	}
-	s := &socket{fd: fd}
+	fd := s.fd
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, bufSize); err != nil {
 		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, bufSize)
 	}
@@ -34,23 +41,8 @@ func openSocket(local netip.AddrPort, bufSize int, gso bool) (*socket, error) {
 	}
 	// DF set and IP ID 0 on an unconnected socket: what the ICRC assumes.
 	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO); err != nil {
-		unix.Close(fd)
+		s.close()
 		return nil, fmt.Errorf("IP_MTU_DISCOVER: %w", err)
-	}
-	sa := &unix.SockaddrInet4{Port: int(local.Port()), Addr: local.Addr().As4()}
-	if err := unix.Bind(fd, sa); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("bind: %w", err)
-	}
-	if local.Port() == 0 {
-		sn, err := unix.Getsockname(fd)
-		if err != nil {
-			unix.Close(fd)
-			return nil, fmt.Errorf("getsockname: %w", err)
-		}
-		s.port = uint16(sn.(*unix.SockaddrInet4).Port)
-	} else {
-		s.port = local.Port()
 	}
 	if gso {
 		_, err := unix.GetsockoptInt(fd, unix.SOL_UDP, unix.UDP_SEGMENT)
@@ -63,8 +55,13 @@ func (s *socket) close() error {
 	if s.fd < 0 {
 		return nil
 	}
+	// The descriptor first: the member's Close frees the slot and removes
+	// the group's pins only once the socket is gone.
 	err := unix.Close(s.fd)
 	s.fd = -1
+	if s.member != nil {
+		err = multierr.Append(err, s.member.Close())
+	}
 	return err
 }
 
