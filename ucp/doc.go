@@ -39,7 +39,11 @@
 // fragment). Rendezvous sends an RTS with the sender's registered buffer
 // and packed key; the receiver GETs the data (RndvGet, default) and
 // answers ATS, or (RndvPut) answers RTR with its own buffer's key, the
-// sender PUTs and answers ATP. All tag messages of one endpoint travel on
+// sender PUTs and answers ATP. The data moves once, from the user's
+// buffer into the user's buffer; the registrations of rendezvous buffers
+// and the peer's unpacked keys are cached (bounded, least recently used
+// evicted; a cached registration keeps its buffer referenced), so a buffer
+// sent again costs no registration. All tag messages of one endpoint travel on
 // one ordered lane and are matched on arrival, so messages with matching
 // tags are never overtaken, eager and rendezvous mixed. A message longer
 // than the receive buffer completes the receive with a *TruncatedError

@@ -40,6 +40,7 @@ type lane struct {
 	failed error
 	kaComp uct.Completion
 	kaBusy bool
+	keys   *keyCache // unpacked rendezvous keys of the peer
 }
 
 // Endpoint is a connection to one peer worker over a set of lanes. Its
@@ -431,6 +432,9 @@ func (w *Worker) closeLanes(ep *Endpoint) {
 		if ep.lanes[i].ep != nil {
 			ep.lanes[i].ep.Close()
 			ep.lanes[i].ep = nil
+		}
+		if k := ep.lanes[i].keys; k != nil {
+			k.close()
 		}
 	}
 }

@@ -71,9 +71,9 @@ type Request struct {
 	ctlID   uint8
 	iov     [1][]byte
 	comp    uct.Completion
-	mem     uct.Mem  // registered buffer (rendezvous)
-	rkey    *RKey    // RMA
-	ukey    uct.RKey // unpacked key of an RTR/RTS (owned)
+	reg     *regEntry // registered buffer (rendezvous)
+	rkey    *RKey     // RMA
+	ukey    *keyEntry // unpacked key of an RTR/RTS
 	raddr   uint64
 	aop     uct.AtomicOp
 	value   uint64
@@ -313,12 +313,12 @@ func (w *Worker) complete(r *Request, err error) {
 	if r.list != nil {
 		r.list.remove(r)
 	}
-	if r.mem != nil {
-		r.mem.Close()
-		r.mem = nil
+	if r.reg != nil {
+		w.regs.put(r.reg)
+		r.reg = nil
 	}
 	if r.ukey != nil {
-		r.ukey.Close()
+		r.ukey.c.put(r.ukey)
 		r.ukey = nil
 	}
 	if r.slot != 0 {

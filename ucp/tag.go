@@ -99,16 +99,17 @@ func (ep *Endpoint) sendRTS(r *Request) error {
 	w := ep.w
 	m := rts{tag: r.tag, dst: ep.rid, length: uint64(len(r.buf))}
 	if w.cfg.RndvScheme == RndvGet {
-		ln := &ep.lanes[ep.rmaLane]
-		if r.mem == nil {
-			mem, err := ln.wi.md.md.Register(r.buf, uct.AccessRemoteRead)
+		if r.reg == nil && len(r.buf) > 0 {
+			e, err := w.regs.get(ep.lanes[ep.rmaLane].wi.md, r.buf, uct.AccessRemoteRead)
 			if err != nil {
 				return err
 			}
-			r.mem = mem
+			r.reg = e
 		}
-		m.raddr = r.mem.Address()
-		m.rkey = packBundle([]bundlePart{{ln.wi.md.comp.Name(), r.mem.PackRKey()}})
+		if r.reg != nil {
+			m.raddr = r.reg.mem.Address()
+			m.rkey = r.reg.bundle
+		}
 	}
 	if r.slot == 0 {
 		r.slot = w.slotAlloc(r)
@@ -283,15 +284,15 @@ func (w *Worker) rndvMatched(r *Request, ep *Endpoint, m *rts) {
 	if len(m.rkey) == 0 { // RndvPut: send a ready-to-receive
 		q := rtr{dst: ep.rid, sreq: m.sreq, length: uint64(n)}
 		if n > 0 {
-			mem, err := ln.wi.md.md.Register(r.buf[:n], uct.AccessRemoteWrite)
+			e, err := w.regs.get(ln.wi.md, r.buf[:n], uct.AccessRemoteWrite)
 			if err != nil {
 				w.complete(r, opErr("tag_recv", ep.name, err))
 				ep.ctl(amATS, (&ack{dst: ep.rid, req: m.sreq, status: uint8(uct.StatusOf(err))}).encode)
 				return
 			}
-			r.mem = mem
-			q.raddr = mem.Address()
-			q.rkey = packBundle([]bundlePart{{ln.wi.md.comp.Name(), mem.PackRKey()}})
+			r.reg = e
+			q.raddr = e.mem.Address()
+			q.rkey = e.bundle
 		}
 		r.slot = w.slotAlloc(r)
 		q.rreq = r.slot
@@ -301,11 +302,11 @@ func (w *Worker) rndvMatched(r *Request, ep *Endpoint, m *rts) {
 	}
 	r.peerReq = m.sreq
 	if n > 0 {
-		k, err := ep.unpackLaneKey(m.rkey, ep.rmaLane)
+		k, err := ep.laneKeyRef(m.rkey, ep.rmaLane)
 		if err == nil {
 			r.ukey = k
 			var inprog bool
-			inprog, err = w.postChunks(r, ln, false, r.buf[:n], m.raddr, k)
+			inprog, err = w.postChunks(r, ln, false, r.buf[:n], m.raddr, k.key)
 			if err == nil && inprog {
 				ep.inflight.push(r)
 				return
@@ -374,11 +375,11 @@ func (w *Worker) onRTR(_ any, data []byte, _ uct.AMFlags) {
 	r.peerReq = m.rreq
 	n := min(int(m.length), len(r.buf))
 	if n > 0 {
-		k, err := ep.unpackLaneKey(m.rkey, ep.rmaLane)
+		k, err := ep.laneKeyRef(m.rkey, ep.rmaLane)
 		if err == nil {
 			r.ukey = k
 			var inprog bool
-			inprog, err = w.postChunks(r, &ep.lanes[ep.rmaLane], true, r.buf[:n], m.raddr, k)
+			inprog, err = w.postChunks(r, &ep.lanes[ep.rmaLane], true, r.buf[:n], m.raddr, k.key)
 			if err == nil && inprog {
 				return // stepDone sends the ATP
 			}

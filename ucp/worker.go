@@ -73,6 +73,8 @@ type Worker struct {
 
 	am map[uint16]AMHandler
 
+	regs *regCache // rendezvous registrations
+
 	flushers []*Request // worker and endpoint flush/close requests
 
 	safe       bool
@@ -99,7 +101,7 @@ func (c *Context) NewWorker() (*Worker, error) {
 	var rb [8]byte
 	rand.Read(rb[:])
 	w := &Worker{ctx: c, cfg: c.cfg, uuid: binary.LittleEndian.Uint64(rb[:]) | 1, byUUID: map[uint64]*Endpoint{},
-		am: map[uint16]AMHandler{}, safe: c.cfg.ThreadSafe, eps: []*Endpoint{nil}}
+		am: map[uint16]AMHandler{}, safe: c.cfg.ThreadSafe, eps: []*Endpoint{nil}, regs: newRegCache()}
 	mm := match.Suspend
 	if c.cfg.MatchingMode == MatchingNeverSuspend {
 		mm = match.NeverSuspend
@@ -405,12 +407,13 @@ func (w *Worker) Close() error {
 		w.complete(r, opErr(kindOp[r.kind], "", uct.ErrCanceled))
 	}
 	w.flushers = nil
+	regErr := w.regs.close()
 	w.unlock()
 	if w.kaStop != nil {
 		close(w.kaStop)
 		<-w.kaDone
 	}
-	var err error
+	err := regErr
 	for _, wi := range w.ifaces {
 		err = multierr.Append(err, wi.it.Close())
 	}

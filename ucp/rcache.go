@@ -1,0 +1,240 @@
+package ucp
+
+import (
+	"go.uber.org/multierr"
+
+	"github.com/ucgo/ucgo/uct"
+)
+
+// Rendezvous registers the user's buffer on one side and unpacks the
+// peer's key on the other, for every message. Both are cached, so a
+// buffer sent again and again (the common case in MPI codes) costs one
+// map lookup per message on each side:
+//
+//   - the registration cache (per worker) maps (memory domain, buffer,
+//     length, access) to a registration and its packed key bundle. An
+//     entry keeps its buffer referenced, so the memory cannot be freed and
+//     reused under it; unused entries are evicted least recently used
+//     first beyond regCacheMax entries or regCacheBytes bytes.
+//   - the key cache (per endpoint lane) maps a packed key bundle to the
+//     unpacked key; keys name their registration uniquely (shm: slot and
+//     generation; rc: the MR's key), so a stale entry is never hit by a
+//     new registration. It is emptied when the lanes close.
+//
+// Entries are reference counted: one used by a rendezvous in flight is
+// never closed under it.
+const (
+	regCacheMax   = 256
+	regCacheBytes = 1 << 30
+	keyCacheMax   = 64
+)
+
+type regKey struct {
+	md  *mdEntry
+	p   *byte
+	n   int
+	acc uct.Access
+}
+
+type regEntry struct {
+	key    regKey
+	mem    uct.Mem
+	bundle []byte // packBundle of the memory's key
+	refs   int
+	cached bool
+	lru    entryLinks[regEntry]
+}
+
+// entryLinks links an unused cache entry into its LRU list.
+type entryLinks[T any] struct {
+	prev, next *T
+	in         bool
+}
+
+type regCache struct {
+	m     map[regKey]*regEntry
+	lru   lruList[regEntry]
+	bytes int
+}
+
+// lruList is an intrusive list of unused entries, oldest first.
+type lruList[T any] struct {
+	head, tail *T
+	links      func(*T) *entryLinks[T]
+	n          int
+}
+
+func (l *lruList[T]) push(e *T) {
+	k := l.links(e)
+	k.prev, k.next, k.in = l.tail, nil, true
+	if l.tail != nil {
+		l.links(l.tail).next = e
+	} else {
+		l.head = e
+	}
+	l.tail = e
+	l.n++
+}
+
+func (l *lruList[T]) remove(e *T) {
+	k := l.links(e)
+	if !k.in {
+		return
+	}
+	if k.prev != nil {
+		l.links(k.prev).next = k.next
+	} else {
+		l.head = k.next
+	}
+	if k.next != nil {
+		l.links(k.next).prev = k.prev
+	} else {
+		l.tail = k.prev
+	}
+	k.prev, k.next, k.in = nil, nil, false
+	l.n--
+}
+
+func newRegCache() *regCache {
+	return &regCache{m: map[regKey]*regEntry{}, lru: lruList[regEntry]{links: func(e *regEntry) *entryLinks[regEntry] { return &e.lru }}}
+}
+
+// get returns a registration of buf (non-empty) with access on md, taking
+// a reference (lock held).
+func (c *regCache) get(md *mdEntry, buf []byte, acc uct.Access) (*regEntry, error) {
+	k := regKey{md: md, p: &buf[0], n: len(buf), acc: acc}
+	if e := c.m[k]; e != nil {
+		c.lru.remove(e)
+		e.refs++
+		return e, nil
+	}
+	mem, err := md.md.Register(buf, acc)
+	if err != nil {
+		return nil, err
+	}
+	e := &regEntry{key: k, mem: mem, refs: 1, cached: true}
+	e.bundle = packBundle([]bundlePart{{md.comp.Name(), mem.PackRKey()}})
+	c.m[k] = e
+	c.bytes += len(buf)
+	c.trim()
+	return e, nil
+}
+
+// put drops a reference; an unused entry stays cached (lock held).
+func (c *regCache) put(e *regEntry) {
+	if e.refs--; e.refs > 0 {
+		return
+	}
+	if !e.cached {
+		e.mem.Close()
+		return
+	}
+	c.lru.push(e)
+	c.trim()
+}
+
+// trim evicts unused entries beyond the limits.
+func (c *regCache) trim() {
+	for c.lru.head != nil && (len(c.m) > regCacheMax || c.bytes > regCacheBytes) {
+		c.evict(c.lru.head)
+	}
+}
+
+func (c *regCache) evict(e *regEntry) {
+	c.lru.remove(e)
+	delete(c.m, e.key)
+	c.bytes -= e.key.n
+	e.cached = false
+	if e.refs == 0 {
+		e.mem.Close()
+	}
+}
+
+// close deregisters every entry; entries still referenced are closed when
+// their last reference goes.
+func (c *regCache) close() error {
+	var err error
+	for _, e := range c.m {
+		c.lru.remove(e)
+		e.cached = false
+		if e.refs == 0 {
+			err = multierr.Append(err, e.mem.Close())
+		}
+	}
+	clear(c.m)
+	c.bytes = 0
+	return err
+}
+
+// keyEntry is a cached unpacked remote key of one lane.
+type keyEntry struct {
+	c      *keyCache
+	bundle string
+	key    uct.RKey
+	refs   int
+	cached bool
+	lru    entryLinks[keyEntry]
+}
+
+type keyCache struct {
+	m   map[string]*keyEntry
+	lru lruList[keyEntry]
+}
+
+// laneKeyRef returns the unpacked key of lane i for the packed bundle b,
+// taking a reference (lock held).
+func (ep *Endpoint) laneKeyRef(b []byte, i int) (*keyEntry, error) {
+	ln := &ep.lanes[i]
+	if ln.keys == nil {
+		ln.keys = &keyCache{m: map[string]*keyEntry{}, lru: lruList[keyEntry]{links: func(e *keyEntry) *entryLinks[keyEntry] { return &e.lru }}}
+	}
+	c := ln.keys
+	if e := c.m[string(b)]; e != nil {
+		c.lru.remove(e)
+		e.refs++
+		return e, nil
+	}
+	k, err := ep.unpackLaneKey(b, i)
+	if err != nil {
+		return nil, err
+	}
+	e := &keyEntry{c: c, bundle: string(b), key: k, refs: 1, cached: true}
+	c.m[e.bundle] = e
+	c.trim()
+	return e, nil
+}
+
+// put drops a reference; an unused key stays cached (lock held).
+func (c *keyCache) put(e *keyEntry) {
+	if e.refs--; e.refs > 0 {
+		return
+	}
+	if !e.cached {
+		e.key.Close()
+		return
+	}
+	c.lru.push(e)
+	c.trim()
+}
+
+func (c *keyCache) trim() {
+	for c.lru.head != nil && len(c.m) > keyCacheMax {
+		e := c.lru.head
+		c.lru.remove(e)
+		delete(c.m, e.bundle)
+		e.cached = false
+		e.key.Close()
+	}
+}
+
+// close closes every unused key; keys in use are closed when released.
+func (c *keyCache) close() {
+	for _, e := range c.m {
+		c.lru.remove(e)
+		e.cached = false
+		if e.refs == 0 {
+			e.key.Close()
+		}
+	}
+	clear(c.m)
+}
