@@ -15,6 +15,7 @@
 // end down and up again for link-failure tests.
 //
 // Everything needs root; [NewPair] and [RequireRoot] skip the test
-// otherwise. The package owns the namespaces and links it creates and
+// otherwise. Programs (bench/perftest's local mode) use [New], which
+// returns [ErrNotRoot] instead and leaves the Close to the caller. The package owns the namespaces and links it creates and
 // nothing else.
 package netns

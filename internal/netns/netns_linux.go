@@ -98,6 +98,40 @@ func RequireRoot(tb testing.TB) {
 func NewPair(tb testing.TB, opts ...Option) (*Pair, error) {
 	tb.Helper()
 	RequireRoot(tb)
+	p, err := newPair(opts)
+	if p != nil {
+		tb.Cleanup(func() {
+			if err := p.Close(); err != nil {
+				tb.Errorf("netns cleanup: %v", err)
+			}
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// New is [NewPair] for programs: it returns an error wrapping [ErrNotRoot]
+// when not root, and the caller must Close the pair (namespaces left by a
+// process that died first are removed by the next [Sweep]).
+func New(opts ...Option) (*Pair, error) {
+	if os.Geteuid() != 0 {
+		return nil, ErrNotRoot
+	}
+	p, err := newPair(opts)
+	if err != nil && p != nil {
+		err = multierr.Append(err, p.Close())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// newPair builds the pair; on error the returned pair (if not nil) holds
+// what was created and must be closed.
+func newPair(opts []Option) (*Pair, error) {
 	cfg := config{mtu: DefaultMTU}
 	for _, o := range opts {
 		o(&cfg)
@@ -114,13 +148,8 @@ func NewPair(tb testing.TB, opts ...Option) (*Pair, error) {
 		B:   &NS{name: base + "-b", link: "ucgo-b", prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, x, y, 2}), 24)},
 		MTU: cfg.mtu,
 	}
-	tb.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			tb.Errorf("netns cleanup: %v", err)
-		}
-	})
 	if err := p.setup(); err != nil {
-		return nil, err
+		return p, err
 	}
 	return p, nil
 }
