@@ -244,10 +244,23 @@ func (w *Writer) Close() error {
 	return nil
 }
 
-// TableRow formats r as one row of the table.
+// TableRow formats r as one row of the table. A figure too wide for its
+// column loses decimals first.
 func TableRow(r Result) string {
-	return fmt.Sprintf("|%9d |%13d |%8.3f |%8.3f |%8.3f |%9.3f |%10.2f |%10.2f |%11.0f |%11.0f |",
-		r.Size, r.Iterations, r.LatMedian, r.LatP99, r.LatAvg, r.LatOverall, r.BWAvg, r.BW, r.RateAvg, r.Rate)
+	return fmt.Sprintf("|%9d |%13d |%s |%s |%s |%s |%s |%s |%s |%s |",
+		r.Size, r.Iterations, cell(r.LatMedian, 8, 3), cell(r.LatP99, 8, 3), cell(r.LatAvg, 8, 3), cell(r.LatOverall, 9, 3),
+		cell(r.BWAvg, 10, 2), cell(r.BW, 10, 2), cell(r.RateAvg, 11, 0), cell(r.Rate, 11, 0))
+}
+
+// cell formats v in width characters with up to prec decimals, fewer if
+// they do not fit.
+func cell(v float64, width, prec int) string {
+	for ; prec > 0; prec-- {
+		if s := fmt.Sprintf("%*.*f", width, prec, v); len(s) <= width {
+			return s
+		}
+	}
+	return fmt.Sprintf("%*.0f", width, v)
 }
 
 // Progress formats the live progress line of a running measurement.

@@ -109,3 +109,17 @@ func near(a, b Result) bool {
 		eq(a.LatMedian, b.LatMedian) && eq(a.LatP99, b.LatP99) && eq(a.LatAvg, b.LatAvg) && eq(a.LatOverall, b.LatOverall) &&
 		eq(a.RateAvg, b.RateAvg) && eq(a.Rate, b.Rate) && eq(a.BWAvg, b.BWAvg) && eq(a.BW, b.BW)
 }
+
+// Figures too wide for their column lose decimals, so the rules line up.
+func TestTableRowWide(t *testing.T) {
+	r := Result{Size: 1 << 20, Iterations: 20000, LatMedian: 145.43, LatP99: 16788.678, LatAvg: 123456.7, LatOverall: 99999999,
+		BWAvg: 1003.65, BW: 1234567.891, RateAvg: 1004, Rate: 1003}
+	row := TableRow(r)
+	want := "|  1048576 |        20000 | 145.430 |16788.68 |123456.7 | 99999999 |   1003.65 |1234567.89 |       1004 |       1003 |"
+	if row != want {
+		t.Errorf("row\n got %q\nwant %q", row, want)
+	}
+	if len(row) != len(tableRule) {
+		t.Errorf("row of %d characters, rule of %d", len(row), len(tableRule))
+	}
+}
