@@ -1,40 +1,64 @@
-// Command perftest measures ucgo's transports the way ucx_perftest measures
-// UCX: latency, bandwidth and message rate of active messages, puts, gets
-// and atomics between two processes.
+// Command perftest measures ucgo the way ucx_perftest measures UCX:
+// latency, bandwidth and message rate between two processes, at the uct
+// level (active messages, puts, gets and atomics on one transport) and at
+// the ucp level (tag matching, RMA with packed remote keys, active
+// messages).
 //
 // Usage:
 //
-//	perftest -l -t am_lat -s 8,64,1024     # both sides on this host (no setup)
+//	perftest -l -t tag_lat -s 8,64,1024    # both sides on this host (no setup)
+//	perftest -l -x rc -t am_lat            # rc between two network namespaces
 //	perftest [options]                     # server: waits on -p for a client
 //	perftest -t put_bw -s 1m HOST          # client: runs the test against HOST
+//	mpiexec -n 2 perftest -t tag_bw        # the two ranks of an MPI job (PMI-1)
 //
-// The flags are ucx_perftest's: -t test, -x transport, -s sizes (a comma
-// list runs each size in turn), -n iterations, -w warm-up iterations, -O
-// outstanding operations of bandwidth tests, -e error mode (none, peer,
-// failover), -C wildcard receives, -E wait mode (poll: busy progress;
-// sleep: iface Arm/Wait), -p TCP port. -l starts the server as a second
-// process of the same binary and runs the client against it; --csv and
-// --json change the output; -list prints the tests and transports.
+// The flags are ucx_perftest's: -t test, -x transport (shm, rc), -d device
+// (rc: the netdev), -s sizes (a comma list runs each size in turn), -n
+// iterations, -w warm-up iterations, -O outstanding operations of
+// bandwidth tests, -e error mode (none; peer: a failing peer ends the run
+// with its status; failover is refused: ucp has no failover yet), -C
+// wildcard receives (tag tests: the receive mask is 0), -E wait mode
+// (poll: busy progress; sleep: iface Arm/Wait, ucp Worker.Wait), -p TCP
+// port. -l starts the server as a second process of the same binary and
+// runs the client against it; --csv and --json change the output; -list
+// prints the tests and transports.
 //
-// The client sends the test's parameters to the server over TCP; both sides
-// open an iface, allocate a buffer from the memory domain and exchange the
-// iface address, the buffer's address and its packed remote key (see
+// The client sends the test's parameters to the server over TCP (under
+// mpiexec, both ranks publish theirs through PMI and refuse to run when
+// they differ); both sides open the transport, allocate a buffer from
+// its memory domain (ucp: Worker.MemAlloc) and exchange the iface (ucp:
+// worker) address, the buffer's address and its packed remote key (see
 // wire.go; decodeMessage has a fuzz target). Before each size both sides
 // meet at a barrier, run the warm-up iterations, then the measured ones.
 //
-// Latency tests (am_lat, put_lat, add_lat) are ping-pongs and report
-// one-way latency, half the round trip; fadd and cswap report the round
-// trip of one fetching atomic; bandwidth tests (am_bw, put_bw, get_bw)
-// keep up to -O operations outstanding and flush at the end. Every
-// measured iteration is timestamped into preallocated memory, so the table
-// shows the median ("typical") and the 99th percentile besides the average
-// and the overall figures (internal/report). A live progress line is shown
-// for sizes that run longer than a second when stdout is a terminal.
+// Latency tests (am_lat, put_lat, add_lat, tag_lat, ucp_put_lat,
+// ucp_am_lat) are ping-pongs and report one-way latency, half the round
+// trip; fadd and cswap report the round trip of one fetching atomic;
+// bandwidth tests (am_bw, put_bw, get_bw, tag_bw, ucp_put_bw, ucp_get,
+// ucp_am_bw) keep up to -O operations outstanding and end with a flush.
+// put_lat and ucp_put_lat poll the last byte of their own buffer, as
+// ucx_perftest does, so they cannot sleep (-E sleep is refused). The ucp
+// tests run over a context with only the -x transport. tag_sync_lat is
+// listed but refused: package ucp has no synchronous tag send yet.
 //
-// Tests and transports are tables (tables.go): the ucp tests (tag_lat,
-// tag_bw, tag_sync_lat, ucp_put_lat, ucp_put_bw, ucp_get, ucp_am_lat,
-// ucp_am_bw) are listed but report that they need package ucp, and -x rc
-// reports that transport/rc is not available yet. A transport's local plan
-// decides where -l runs the two processes; the rc transport is meant to use
-// two network namespaces there.
+// Every measured iteration is timestamped into preallocated memory, so
+// besides ucx_perftest's columns (iterations; latency average and
+// overall; bandwidth and message rate, average and overall) the table
+// shows the median ("typical") and the 99th percentile (internal/report).
+// --json prints one object per size and line with the fields test,
+// transport, size, iterations, lat_median_us, lat_avg_us, lat_p99_us,
+// lat_overall_us, bw_avg_mbs, bw_mbs (overall), msg_rate_avg and msg_rate
+// (overall); these names are kept stable for bench/compare. A live
+// progress line is shown for sizes that run longer than a second when
+// stdout is a terminal.
+//
+// Tests and transports are tables (tables.go). A transport's local plan
+// decides where -l runs the two processes: shm on this host; rc, as root,
+// between two network namespaces that -l creates (internal/netns) and
+// removes, joined by a veth pair (server in one, client in the other),
+// else over lo (UCGO_PERFTEST_NO_NETNS=1 asks for lo as root too). rc
+// binds a UDP port the kernel picks, which its iface address carries, so
+// several processes can share a host's address (mpiexec -n 2 on one
+// host). The ucp tests do not run over rc yet: package ucp has no rc
+// lanes.
 package main

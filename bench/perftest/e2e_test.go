@@ -77,8 +77,15 @@ func runBinary(t *testing.T, bin string, args ...string) (stdout, stderr string,
 	return o.String(), e.String(), code
 }
 
-// checkJSON checks that out has one plausible JSON result per size.
+// checkJSON checks that out has one plausible JSON result per size of a
+// run of 1000 iterations over shm.
 func checkJSON(t *testing.T, test string, sizes []int, out string) {
+	t.Helper()
+	checkRunJSON(t, test, "shm", 1000, sizes, out)
+}
+
+// checkRunJSON checks that out has one plausible JSON result per size.
+func checkRunJSON(t *testing.T, test, transport string, iters int, sizes []int, out string) {
 	t.Helper()
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != len(sizes) {
@@ -89,7 +96,7 @@ func checkJSON(t *testing.T, test string, sizes []int, out string) {
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("%s: line %q: %v", test, line, err)
 		}
-		if r["test"] != test || r["transport"] != "shm" || r["size"] != float64(sizes[i]) || r["iterations"] != float64(1000) {
+		if r["test"] != test || r["transport"] != transport || r["size"] != float64(sizes[i]) || r["iterations"] != float64(iters) {
 			t.Errorf("%s: line %d identifies %v %v %v %v", test, i, r["test"], r["transport"], r["size"], r["iterations"])
 		}
 		for _, k := range []string{"lat_median_us", "lat_avg_us", "lat_p99_us", "lat_overall_us", "bw_mbs", "bw_avg_mbs", "msg_rate", "msg_rate_avg"} {
@@ -147,6 +154,14 @@ func TestLocalSleepTableCSV(t *testing.T) {
 		!strings.Contains(out, "|      100 |         1000 |") {
 		t.Errorf("table output:\n%s", out)
 	}
+	// ucp: sleep, peer error mode and wildcard receives.
+	for _, name := range []string{"tag_lat", "tag_bw", "ucp_am_bw"} {
+		out, errOut, code = runBinary(t, bin, "-l", "-t", name, "-E", "sleep", "-e", "peer", "-C", "-s", "8,4096", "-n", "1000", "-w", "10", "--json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s\n%s", name, code, out, errOut)
+		}
+		checkJSON(t, name, []int{8, 4096}, out)
+	}
 	out, errOut, code = runBinary(t, bin, "-l", "-t", "put_bw", "-s", "64", "-n", "1000", "-w", "10", "--csv")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "test,transport,size,iterations,") ||
@@ -155,8 +170,39 @@ func TestLocalSleepTableCSV(t *testing.T) {
 	}
 }
 
-// Tests and transports that are not built yet say so and exit 1; a size
-// the transport cannot carry is a usage error.
+// Every uct test over rc in local mode: as root between two network
+// namespaces, and once over lo as without root. Short runs.
+func TestLocalRC(t *testing.T) {
+	bin := buildBinary(t)
+	for _, tc := range tests {
+		if tc.available() != nil || tc.level != levelUCT {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			sizes := []int{8, 4096}
+			if tc.fixedSize > 0 {
+				sizes = []int{tc.fixedSize}
+			}
+			out, errOut, code := runBinary(t, bin, "-l", "-x", "rc", "-t", tc.name, "-s", "8,4096", "-n", "200", "-w", "20", "--json")
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+			checkRunJSON(t, tc.name, "rc", 200, sizes, out)
+		})
+	}
+	t.Run("loopback", func(t *testing.T) {
+		cmd := exec.Command(bin, "-l", "-x", "rc", "-t", "am_lat", "-s", "8", "-n", "200", "-w", "20", "-E", "sleep")
+		cmd.Env = append(os.Environ(), noNetnsEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "am_lat over rc on lo (sleep, 200 iterations, 20 warm-up)") ||
+			!strings.Contains(string(out), "|        8 |          200 |") {
+			t.Errorf("%v\n%s", err, out)
+		}
+	})
+}
+
+// Tests, transports and modes that are not built yet say so and exit 1;
+// a size the transport cannot carry is a usage error.
 func TestLocalUnavailable(t *testing.T) {
 	bin := buildBinary(t)
 	for _, c := range []struct {
@@ -164,10 +210,13 @@ func TestLocalUnavailable(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"-l", "-t", "tag_lat"}, 1, "ucp tests need package ucp"},
-		{[]string{"-l", "-t", "am_lat", "-x", "rc"}, 1, "transport rc is not available yet"},
+		{[]string{"-l", "-t", "tag_sync_lat"}, 1, "no synchronous tag send"},
+		{[]string{"-l", "-t", "tag_lat", "-x", "rc"}, 1, "tag_lat over rc: " + ucpRCMissing},
+		{[]string{"-l", "-t", "tag_lat", "-e", "failover"}, 1, "ucp has no failover yet"},
+		{[]string{"-l", "-t", "am_lat", "-e", "failover"}, 2, "uct never fails over"},
 		{[]string{"-l", "-t", "am_lat", "-s", "1m", "-n", "10"}, 2, "exceeds the iface's limit"},
 		{[]string{"-l", "-t", "am_lat", "-s", "4", "-n", "10"}, 2, "at least 8 bytes"},
+		{[]string{"-l", "-t", "ucp_am_lat", "-s", "1m", "-n", "10"}, 2, "exceeds the endpoint's active message limit"},
 	} {
 		out, errOut, code := runBinary(t, bin, c.args...)
 		if code != c.code || !strings.Contains(errOut, c.msg) {
@@ -198,6 +247,14 @@ func TestMPIExecAllTests(t *testing.T) {
 			}
 			checkJSON(t, tc.name, sizes, out)
 		})
+	}
+	// rc between the two ranks (on one host: over its first netdev).
+	for _, name := range []string{"am_lat", "put_bw"} {
+		out, errOut, code := runBinary(t, mpiexec, "-n", "2", bin, "-x", "rc", "-t", name, "-s", "8,4096", "-n", "200", "-w", "20", "--json")
+		if code != 0 {
+			t.Fatalf("rc %s: exit %d\nstdout:\n%s\nstderr:\n%s", name, code, out, errOut)
+		}
+		checkRunJSON(t, name, "rc", 200, []int{8, 4096}, out)
 	}
 	// Ranks that disagree on the command line refuse to run.
 	out, errOut, code := runBinary(t, mpiexec, "-n", "1", bin, "-t", "am_lat", "-n", "10", ":", "-n", "1", bin, "-t", "am_lat", "-n", "20")

@@ -27,11 +27,13 @@ type config struct {
 	Wildcard  bool   // -C: wildcard receives (tag tests)
 	Wait      string // poll, sleep
 	Port      int
+	Device    string // -d: the transport's device (rc: netdev)
 	Local     bool
 	Format    report.Format
 	Host      string // client mode when set
 	CPU       int    // pin to this CPU; -1: no pinning
 	List      bool
+	where     string // placement of -l's two sides, for the table title
 }
 
 func (c *config) params() params {
@@ -73,6 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.Wildcard, "C", false, "use wildcard receives (tag tests)")
 	fs.StringVar(&c.Wait, "E", "poll", "wait mode: poll (busy progress), sleep (iface Arm/Wait)")
 	fs.IntVar(&c.Port, "p", 13337, "TCP port of the server")
+	fs.StringVar(&c.Device, "d", "", "device of the transport (rc: netdev; default: the first up non-loopback netdev with IPv4, else lo)")
 	fs.BoolVar(&c.Local, "l", false, "local mode: start both sides as two processes on this host")
 	fs.IntVar(&c.CPU, "c", -1, "pin to this CPU (-l pins the two sides apart by default)")
 	csv := fs.Bool("csv", false, "print CSV")

@@ -22,13 +22,13 @@ func TestParseFlags(t *testing.T) {
 			config{Test: "am_lat", Transport: "shm", Sizes: []int{8, 64, 1024, 2 << 20}, Iters: 1000, Warmup: 0, Window: 16,
 				ErrMode: "none", Wait: "poll", Port: 13337, CPU: -1, Local: true, Format: report.JSON}},
 		// The host may come before or after the flags, as with ucx_perftest.
-		{[]string{"-t", "put_bw", "node7", "-x", "rc", "-E", "sleep", "-e", "peer", "-C", "-O", "64", "-p", "999", "--csv"},
+		{[]string{"-t", "put_bw", "node7", "-x", "rc", "-d", "eth1", "-E", "sleep", "-e", "peer", "-C", "-O", "64", "-p", "999", "--csv"},
 			config{Test: "put_bw", Transport: "rc", Sizes: []int{8}, Iters: 100000, Warmup: 10000, Window: 64,
-				ErrMode: "peer", Wait: "sleep", Port: 999, CPU: -1, Host: "node7", Wildcard: true, Format: report.CSV}},
+				ErrMode: "peer", Wait: "sleep", Port: 999, CPU: -1, Host: "node7", Wildcard: true, Format: report.CSV, Device: "eth1"}},
 		// A server needs no test: the client sends it.
 		{[]string{"-p", "0", "-c", "1"}, config{Transport: "shm", Sizes: []int{8}, Iters: 100000, Warmup: 10000, Window: 16,
 			ErrMode: "none", Wait: "poll", Port: 0, CPU: 1}},
-		// ucp tests parse; they fail when run (checkRunnable).
+		// failover parses; it fails when run (checkRunnable).
 		{[]string{"-l", "-t", "tag_lat", "-e", "failover"}, config{Test: "tag_lat", Transport: "shm", Sizes: []int{8}, Iters: 100000,
 			Warmup: 10000, Window: 16, ErrMode: "failover", Wait: "poll", Port: 13337, CPU: -1, Local: true}},
 	}
@@ -86,11 +86,12 @@ func TestCheckRunnable(t *testing.T) {
 		msg  string
 		is   error
 	}{
-		{[]string{"-l", "-t", "tag_lat"}, "ucp tests need package ucp", errUnavailable},
-		{[]string{"-l", "-t", "ucp_am_bw"}, "ucp tests need package ucp", errUnavailable},
-		{[]string{"-l", "-t", "am_lat", "-x", "rc"}, "transport rc is not available yet", errUnavailable},
-		{[]string{"-l", "-t", "am_lat", "-e", "failover"}, "needs package ucp", errUnavailable},
+		{[]string{"-l", "-t", "tag_sync_lat"}, "no synchronous tag send", errUnavailable},
+		{[]string{"-l", "-t", "ucp_am_bw", "-x", "rc"}, ucpRCMissing, errUnavailable},
+		{[]string{"-l", "-t", "tag_lat", "-e", "failover"}, "ucp has no failover yet", errUnavailable},
+		{[]string{"-l", "-t", "am_lat", "-e", "failover"}, "uct never fails over", errUsage},
 		{[]string{"-l", "-t", "put_lat", "-E", "sleep"}, "use -E poll", errUsage},
+		{[]string{"-l", "-t", "ucp_put_lat", "-E", "sleep"}, "use -E poll", errUsage},
 	}
 	for _, c := range cases {
 		cfg, err := parseFlags(c.args, io.Discard)
@@ -108,8 +109,17 @@ func TestCheckRunnable(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = checkRunnable(cfg)
-		if (tc.level == levelUCT) != (err == nil) {
+		if (tc.run != nil || tc.urun != nil) != (err == nil) {
 			t.Errorf("test %s (level %d): checkRunnable = %v", tc.name, tc.level, err)
+		}
+	}
+	for _, a := range [][]string{{"-l", "-t", "am_lat", "-x", "rc"}, {"-l", "-t", "tag_lat"}, {"-l", "-t", "ucp_am_bw", "-e", "peer", "-E", "sleep", "-C"}} {
+		cfg, err := parseFlags(a, io.Discard)
+		if err == nil {
+			_, err = checkRunnable(cfg)
+		}
+		if err != nil {
+			t.Errorf("%q: %v", a, err)
 		}
 	}
 }

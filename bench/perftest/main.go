@@ -9,9 +9,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ucgo/ucgo/bench/perftest/internal/report"
@@ -66,7 +68,7 @@ func dispatch(cfg *config, stdout, stderr io.Writer) error {
 		return runMPI(cfg, stdout, stderr)
 	}
 	if cfg.Local {
-		return runLocal(cfg, stdout)
+		return runLocal(cfg, stdout, stderr)
 	}
 	pin(cfg.CPU)
 	if cfg.Host != "" {
@@ -91,7 +93,11 @@ func dispatch(cfg *config, stdout, stderr io.Writer) error {
 func writer(cfg *config, stdout io.Writer) *report.Writer {
 	w := &report.Writer{W: stdout, Format: cfg.Format}
 	if cfg.Format == report.Table {
-		w.Title = fmt.Sprintf("%s over %s (%s, %d iterations, %d warm-up)", cfg.Test, cfg.Transport, cfg.Wait, cfg.Iters, cfg.Warmup)
+		where := ""
+		if cfg.where != "" {
+			where = " " + cfg.where
+		}
+		w.Title = fmt.Sprintf("%s over %s%s (%s, %d iterations, %d warm-up)", cfg.Test, cfg.Transport, where, cfg.Wait, cfg.Iters, cfg.Warmup)
 	}
 	return w
 }
@@ -117,26 +123,50 @@ func localServer(cfg *config, host string, stdout io.Writer) error {
 }
 
 // runLocal is -l: it starts the server as a second process of this binary
-// (placed by the transport's local plan) and runs the client against it.
-func runLocal(cfg *config, stdout io.Writer) (err error) {
+// and runs the client against it, both placed by the transport's local
+// plan.
+func runLocal(cfg *config, stdout, stderr io.Writer) (err error) {
 	if _, err := checkRunnable(cfg); err != nil {
 		return err
 	}
 	tr := findTransport(cfg.Transport)
 	plan := localPlan{ListenHost: "127.0.0.1"}
 	if tr.local != nil {
-		if plan, err = tr.local(); err != nil {
+		if plan, err = tr.local(cfg); err != nil {
 			return fmt.Errorf("local mode for %s: %w", tr.name, err)
 		}
 	}
 	if plan.Cleanup != nil {
 		defer func() { err = errors.Join(err, plan.Cleanup()) }()
+		// An interrupted run still removes what the plan built.
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sigs)
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case s := <-sigs:
+				_ = plan.Cleanup()
+				fmt.Fprintf(stderr, "perftest: %v\n", s)
+				os.Exit(130)
+			case <-stop:
+			}
+		}()
 	}
+	if plan.Note != "" {
+		fmt.Fprintln(stderr, "perftest:", plan.Note)
+	}
+	c := *cfg
+	if c.Device == "" {
+		c.Device = plan.Device
+	}
+	c.where = plan.Where
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	clientCPU, serverCPU := cfg.CPU, -1
+	clientCPU, serverCPU := c.CPU, -1
 	if n := runtime.NumCPU(); n > 1 {
 		if clientCPU < 0 {
 			clientCPU = 0
@@ -146,8 +176,13 @@ func runLocal(cfg *config, stdout io.Writer) (err error) {
 			serverCPU = 0
 		}
 	}
-	argv := append(append([]string(nil), plan.ServerPrefix...), exe, "-c", strconv.Itoa(serverCPU))
-	cmd := exec.Command(argv[0], argv[1:]...)
+	args := []string{"-c", strconv.Itoa(serverCPU), "-d", c.Device}
+	var cmd *exec.Cmd
+	if plan.Server != nil {
+		cmd = plan.Server(exe, args...)
+	} else {
+		cmd = exec.Command(exe, args...)
+	}
 	cmd.Env = append(os.Environ(), localServerEnv+"="+plan.ListenHost)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -182,13 +217,18 @@ func runLocal(cfg *config, stdout io.Writer) (err error) {
 	if err != nil {
 		return fmt.Errorf("server process said %q: %w", line, err)
 	}
-	pin(clientCPU)
-	c := *cfg
 	c.Port = port
-	ch, err := dial(&c, plan.ListenHost, 10*time.Second)
-	if err != nil {
-		return err
+	client := func() error {
+		pin(clientCPU)
+		ch, err := dial(&c, plan.ListenHost, 10*time.Second)
+		if err != nil {
+			return err
+		}
+		defer ch.Close()
+		return runSide(&c, ch, true, writer(&c, stdout), progressOut(stdout))
 	}
-	defer ch.Close()
-	return runSide(cfg, ch, true, writer(cfg, stdout), progressOut(stdout))
+	if plan.Client != nil {
+		return plan.Client(client)
+	}
+	return client()
 }

@@ -29,7 +29,13 @@ func checkRunnable(cfg *config) (*testDef, error) {
 		return nil, err
 	}
 	if cfg.ErrMode == "failover" {
-		return nil, fmt.Errorf("error mode failover is a ucp policy and needs package ucp: %w", errUnavailable)
+		if t.level == levelUCT {
+			return nil, fmt.Errorf("%w: -e failover: uct never fails over (failover is a ucp policy); use -e none or -e peer", errUsage)
+		}
+		return nil, fmt.Errorf("-e failover: ucp has no failover yet (package failover is not written); use -e none or -e peer: %w", errUnavailable)
+	}
+	if t.level == levelUCP && tr.ucpMissing != "" {
+		return nil, fmt.Errorf("test %s over %s: %s: %w", t.name, tr.name, tr.ucpMissing, errUnavailable)
 	}
 	if t.rmaPoll && cfg.Wait == "sleep" {
 		return nil, fmt.Errorf("%w: %s polls memory written by the peer, which wakes no one; use -E poll", errUsage, t.name)
@@ -48,6 +54,27 @@ func pin(cpu int) {
 	_ = unix.SchedSetaffinity(0, &set)
 }
 
+// side is one side of a run at either level: a uct session or a ucp
+// session.
+type side interface {
+	// setup is what the peer needs to connect and to reach our buffer.
+	setup() setup
+	connect(peer setup) error
+	// zero clears the buffers before a size runs.
+	zero()
+	// run runs iters iterations of the test at size on this side.
+	run(size, iters int) error
+	timer() *meter
+	Close() error
+}
+
+func newSide(cfg *config, t *testDef, initiator bool) (side, error) {
+	if t.level == levelUCP {
+		return newUCPSession(cfg, t, initiator)
+	}
+	return newSession(cfg, t, initiator)
+}
+
 // runSide runs every size of cfg's test on one side. The initiator writes
 // the results to out (nil on the responder) and progress to progress.
 func runSide(cfg *config, ch oob, initiator bool, out *report.Writer, progress io.Writer) (err error) {
@@ -55,7 +82,7 @@ func runSide(cfg *config, ch oob, initiator bool, out *report.Writer, progress i
 	if err != nil {
 		return err
 	}
-	s, err := newSession(cfg, t, initiator)
+	s, err := newSide(cfg, t, initiator)
 	if err != nil {
 		return err
 	}
@@ -67,8 +94,9 @@ func runSide(cfg *config, ch oob, initiator bool, out *report.Writer, progress i
 	if err := s.connect(peer); err != nil {
 		return err
 	}
+	m := s.timer()
 	if initiator {
-		s.progress = progress
+		m.progress = progress
 	}
 	sizes := t.sizes(cfg.Sizes)
 	rec := report.NewRecorder(cfg.Iters)
@@ -77,25 +105,24 @@ func runSide(cfg *config, ch oob, initiator bool, out *report.Writer, progress i
 		if err := ch.barrier(); err != nil {
 			return fmt.Errorf("barrier: %w", err)
 		}
-		s.rec = nil
+		m.rec = nil
 		if cfg.Warmup > 0 {
-			if err := t.run(s, size, cfg.Warmup, false); err != nil {
+			if err := s.run(size, cfg.Warmup); err != nil {
 				return fmt.Errorf("%s size %d warm-up: %w", t.name, size, err)
 			}
 		}
 		rec.Reset()
-		if initiator {
-			s.rec = rec
+		r := rec
+		if !initiator {
+			r = nil
 		}
-		s.size, s.iters = size, cfg.Iters
-		start := time.Now()
-		s.prev, s.lastTick = start, start
-		if err := t.run(s, size, cfg.Iters, true); err != nil {
+		start := m.start(r, size, cfg.Iters)
+		if err := s.run(size, cfg.Iters); err != nil {
 			return fmt.Errorf("%s size %d: %w", t.name, size, err)
 		}
 		elapsed := time.Since(start)
-		if s.progress != nil && elapsed >= time.Second {
-			fmt.Fprint(s.progress, "\r\x1b[K")
+		if m.progress != nil && elapsed >= time.Second {
+			fmt.Fprint(m.progress, "\r\x1b[K")
 		}
 		if out != nil {
 			res := report.Compute(report.Run{Test: t.name, Transport: cfg.Transport, Size: size,

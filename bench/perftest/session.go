@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/multierr"
 
-	"github.com/ucgo/ucgo/bench/perftest/internal/report"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -79,13 +77,7 @@ type session struct {
 	idle    int
 	stallAt time.Time
 
-	// measurement of the current phase
-	rec      *report.Recorder
-	prev     time.Time
-	progress io.Writer // live progress line; nil: off
-	lastTick time.Time
-	size     int
-	iters    int
+	meter
 }
 
 func bufferLen(sizes []int) (dataLen, total int) {
@@ -101,11 +93,12 @@ func bufferLen(sizes []int) (dataLen, total int) {
 // peer; connect completes it with the peer's setup.
 func newSession(cfg *config, test *testDef, initiator bool) (_ *session, err error) {
 	tr := findTransport(cfg.Transport)
-	comp, err := tr.open()
+	comp, err := tr.open(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open transport %s: %w", cfg.Transport, err)
 	}
 	s := &session{cfg: cfg, test: test, initiator: initiator, sleep: cfg.Wait == "sleep"}
+	s.pingPong = test.kind == pingPong
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -381,20 +374,10 @@ func (s *session) sendAM(id uint8, size int) error {
 	}
 }
 
-// mark records one iteration of the measured phase.
-func (s *session) mark(i int) {
-	if s.rec == nil {
-		return
-	}
-	now := time.Now()
-	d := now.Sub(s.prev)
-	s.rec.Add(d)
-	s.prev = now
-	if s.progress != nil && now.Sub(s.lastTick) >= time.Second {
-		s.lastTick = now
-		fmt.Fprintf(s.progress, "\r%s\x1b[K", report.Progress(s.size, i+1, s.iters, float64(d.Nanoseconds()), s.test.kind == pingPong))
-	}
-}
+func (s *session) timer() *meter { return &s.meter }
+
+// run runs iters iterations of the test at size.
+func (s *session) run(size, iters int) error { return s.test.run(s, size, iters) }
 
 // zero clears the data part of the buffer before a size runs.
 func (s *session) zero() {

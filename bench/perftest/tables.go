@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 
 	"github.com/ucgo/ucgo/transport/shm"
@@ -17,28 +18,42 @@ var errUnavailable = errors.New("not available")
 // a row: open returns its component; local places the two processes of -l.
 type transportDef struct {
 	name string
-	// open is nil while the transport's package is missing; missing then
-	// says so.
-	open    func() (uct.Component, error)
+	desc string
+	// open returns the component for cfg (-d names its device). It is nil
+	// while the transport's package is missing; missing then says so.
+	open    func(cfg *config) (uct.Component, error)
 	missing string
 	// local prepares where the two processes of -l run; nil: both on
 	// loopback in this network namespace.
-	local func() (localPlan, error)
+	local func(cfg *config) (localPlan, error)
+	// ucpMissing, when set, says why the ucp tests cannot use this
+	// transport yet.
+	ucpMissing string
 }
 
-// localPlan says how -l starts the server and how the client reaches it.
-// The rc transport is meant to run its two sides in two network namespaces
-// (created when root, else loopback): it will return a plan with a command
-// prefix that enters the server's namespace.
+// localPlan says how -l starts the server and where the client runs.
 type localPlan struct {
-	ServerPrefix []string // command prefix for the server process, e.g. "ip netns exec NS"
-	ListenHost   string   // address the server listens on and the client dials
-	Cleanup      func() error
+	// Server makes the server process's command (nil: exec.Command).
+	Server func(name string, args ...string) *exec.Cmd
+	// Client runs the client side (nil: in this process as it is).
+	Client func(fn func() error) error
+	// ListenHost is the address the server listens on and the client
+	// dials.
+	ListenHost string
+	// Device is the -d of both sides when the user gave none.
+	Device string
+	// Where names the placement in the table title ("" for none).
+	Where string
+	// Note, when set, is printed on stderr (e.g. why a fallback was used).
+	Note    string
+	Cleanup func() error
 }
 
 var transports = []transportDef{
-	{name: "shm", open: func() (uct.Component, error) { return shm.New(), nil }},
-	{name: "rc", missing: "transport rc is not available yet (package transport/rc is not on main)"},
+	{name: "shm", desc: "shared memory between processes of one host",
+		open: func(*config) (uct.Component, error) { return shm.New(), nil }},
+	{name: "rc", desc: "RDMA reliable connection over the user-space RoCEv2 provider (-d netdev)",
+		open: openRC, local: localRC, ucpMissing: ucpRCMissing},
 }
 
 func findTransport(name string) *transportDef {
@@ -75,8 +90,9 @@ const (
 	stream                   // initiator only, a window of outstanding operations
 )
 
-// testDef is one row of the test table. run is called on both sides with
-// the same arguments; run is nil for tests whose layer is missing.
+// testDef is one row of the test table. run (uct) or urun (ucp) is called
+// on both sides with the same arguments; both are nil for tests that
+// cannot run in this build, and missing says why.
 type testDef struct {
 	name  string
 	level level
@@ -86,13 +102,13 @@ type testDef struct {
 	// fixedSize, when set, replaces -s (atomics work on 8-byte words).
 	fixedSize int
 	minSize   int
-	run       func(s *session, size, iters int, measure bool) error
+	run       func(s *session, size, iters int) error
+	urun      func(s *ucpSession, size, iters int) error
+	missing   string
 	// rmaPoll: the test polls memory written by the peer, which raises no
 	// event, so it cannot sleep (-E sleep).
 	rmaPoll bool
 }
-
-var errNeedUCP = fmt.Errorf("ucp tests need package ucp, which is not on main yet: %w", errUnavailable)
 
 var tests = []testDef{
 	{name: "am_lat", kind: pingPong, desc: "active message latency (ping-pong)", need: uct.CapAMShort | uct.CapAMBcopy, minSize: 8, run: amLat},
@@ -104,14 +120,15 @@ var tests = []testDef{
 	{name: "fadd", kind: oneSided, desc: "atomic fetch-and-add latency / rate", need: uct.CapAtomic64, fixedSize: 8, run: fetchAdd},
 	{name: "cswap", kind: oneSided, desc: "atomic compare-and-swap latency / rate", need: uct.CapAtomic64, fixedSize: 8, run: cswap},
 
-	{name: "tag_lat", level: levelUCP, kind: pingPong, desc: "tag-matched send/receive latency"},
-	{name: "tag_bw", level: levelUCP, kind: stream, desc: "tag-matched send/receive bandwidth"},
-	{name: "tag_sync_lat", level: levelUCP, kind: pingPong, desc: "synchronous tag send latency"},
-	{name: "ucp_put_lat", level: levelUCP, kind: pingPong, desc: "ucp put latency"},
-	{name: "ucp_put_bw", level: levelUCP, kind: stream, desc: "ucp put bandwidth"},
-	{name: "ucp_get", level: levelUCP, kind: stream, desc: "ucp get latency / bandwidth"},
-	{name: "ucp_am_lat", level: levelUCP, kind: pingPong, desc: "ucp active message latency"},
-	{name: "ucp_am_bw", level: levelUCP, kind: stream, desc: "ucp active message bandwidth"},
+	{name: "tag_lat", level: levelUCP, kind: pingPong, desc: "tag send/receive latency (ping-pong)", urun: tagLat},
+	{name: "tag_bw", level: levelUCP, kind: stream, desc: "tag send/receive bandwidth / message rate", urun: tagBW},
+	{name: "tag_sync_lat", level: levelUCP, kind: pingPong, desc: "synchronous tag send latency (ping-pong)",
+		missing: "package ucp has no synchronous tag send yet (ucp_tag_send_sync_nbx)"},
+	{name: "ucp_put_lat", level: levelUCP, kind: pingPong, desc: "ucp put latency (ping-pong, polling the last byte)", urun: ucpPutLat, rmaPoll: true},
+	{name: "ucp_put_bw", level: levelUCP, kind: stream, desc: "ucp put bandwidth / message rate", urun: ucpPutBW},
+	{name: "ucp_get", level: levelUCP, kind: stream, desc: "ucp get bandwidth / message rate", urun: ucpGet},
+	{name: "ucp_am_lat", level: levelUCP, kind: pingPong, desc: "ucp active message latency (ping-pong)", urun: ucpAMLat},
+	{name: "ucp_am_bw", level: levelUCP, kind: stream, desc: "ucp active message bandwidth / message rate", urun: ucpAMBW},
 }
 
 func findTest(name string) *testDef {
@@ -125,11 +142,8 @@ func findTest(name string) *testDef {
 
 // available says whether t can run in this build.
 func (t *testDef) available() error {
-	if t.run == nil {
-		if t.level == levelUCP {
-			return fmt.Errorf("test %s: %w", t.name, errNeedUCP)
-		}
-		return fmt.Errorf("test %s: %w", t.name, errUnavailable)
+	if t.run == nil && t.urun == nil {
+		return fmt.Errorf("test %s: %s: %w", t.name, t.missing, errUnavailable)
 	}
 	return nil
 }
@@ -154,18 +168,21 @@ func testList() string {
 	b.WriteString("tests:\n")
 	for _, t := range tests {
 		note := ""
-		if err := t.available(); err != nil {
-			note = " [needs package ucp]"
+		if t.run == nil && t.urun == nil {
+			note = " [" + t.missing + "]"
 		}
 		fmt.Fprintf(&b, "  %-13s %s%s\n", t.name, t.desc, note)
 	}
 	b.WriteString("transports:\n")
 	for _, t := range transports {
 		note := ""
-		if t.open == nil {
-			note = " [not available yet]"
+		switch {
+		case t.open == nil:
+			note = " [" + t.missing + "]"
+		case t.ucpMissing != "":
+			note = " [uct tests only: " + t.ucpMissing + "]"
 		}
-		fmt.Fprintf(&b, "  %s%s\n", t.name, note)
+		fmt.Fprintf(&b, "  %-13s %s%s\n", t.name, t.desc, note)
 	}
 	return b.String()
 }

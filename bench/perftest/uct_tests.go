@@ -22,7 +22,7 @@ func (s *session) waitRecv(want *int, got *int, n int) error {
 }
 
 // amLat: ping-pong of AMs of size bytes.
-func amLat(s *session, size, iters int, _ bool) error {
+func amLat(s *session, size, iters int) error {
 	for i := 0; i < iters; i++ {
 		if s.initiator {
 			if err := s.sendAM(amPing, size); err != nil {
@@ -45,7 +45,7 @@ func amLat(s *session, size, iters int, _ bool) error {
 }
 
 // amBW: the initiator streams AMs; the responder acknowledges the last.
-func amBW(s *session, size, iters int, _ bool) error {
+func amBW(s *session, size, iters int) error {
 	if !s.initiator {
 		if err := s.waitRecv(&s.recvWant, &s.recv, iters); err != nil {
 			return err
@@ -120,7 +120,7 @@ func (s *session) waitByte(i int, v byte) error {
 // putLat: ping-pong of puts; each side polls the last byte of its own
 // buffer for the iteration's value, as ucx_perftest does. (The rest of the
 // message is not checked: a put's bytes may land in any order.)
-func putLat(s *session, size, iters int, _ bool) error {
+func putLat(s *session, size, iters int) error {
 	last := size - 1
 	for i := 0; i < iters; i++ {
 		s.seq++
@@ -147,7 +147,7 @@ func putLat(s *session, size, iters int, _ bool) error {
 }
 
 // putBW: the initiator streams puts with up to -O outstanding.
-func putBW(s *session, size, iters int, _ bool) error {
+func putBW(s *session, size, iters int) error {
 	if s.initiator {
 		for i := 0; i < iters; i++ {
 			if err := s.put(size); err != nil {
@@ -160,7 +160,7 @@ func putBW(s *session, size, iters int, _ bool) error {
 }
 
 // getBW: the initiator streams gets with up to -O outstanding.
-func getBW(s *session, size, iters int, _ bool) error {
+func getBW(s *session, size, iters int) error {
 	if s.initiator {
 		for i := 0; i < iters; i++ {
 			for {
@@ -184,7 +184,7 @@ func getBW(s *session, size, iters int, _ bool) error {
 }
 
 // addLat: ping-pong of atomic adds; each side polls its own counter.
-func addLat(s *session, _, iters int, _ bool) error {
+func addLat(s *session, _, iters int) error {
 	post := func() error {
 		for {
 			again, err := s.retry(s.ep.AtomicPost(uct.AtomicAdd, 8, 1, s.raddr+uint64(s.ctrOff), s.rkey))
@@ -253,7 +253,7 @@ func (s *session) fetch(op uct.AtomicOp, value, compare uint64) error {
 }
 
 // fetchAdd: one fetch-and-add at a time; latency is the full round trip.
-func fetchAdd(s *session, _, iters int, _ bool) error {
+func fetchAdd(s *session, _, iters int) error {
 	if s.initiator {
 		for i := 0; i < iters; i++ {
 			if err := s.fetch(uct.AtomicAdd, 1, 0); err != nil {
@@ -266,7 +266,7 @@ func fetchAdd(s *session, _, iters int, _ bool) error {
 }
 
 // cswap: one compare-and-swap at a time, each expected to succeed.
-func cswap(s *session, _, iters int, _ bool) error {
+func cswap(s *session, _, iters int) error {
 	if s.initiator {
 		for i := 0; i < iters; i++ {
 			if err := s.fetch(uct.AtomicCSwap, s.cswapOld+1, s.cswapOld); err != nil {

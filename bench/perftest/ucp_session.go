@@ -1,0 +1,314 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/multierr"
+
+	"github.com/ucgo/ucgo/ucp"
+	"github.com/ucgo/ucgo/uct"
+)
+
+// AM ids and tags of the ucp tests.
+const (
+	ucpAMData = 1 // ucp_am_lat ping and pong, ucp_am_bw data
+	ucpAMDone = 2 // end of a phase
+
+	tagData = 0x7065726674657374 // "perftest"
+	tagDone = tagData + 1
+)
+
+// ucpSession is one side of a ucp-level run: a context with the one
+// transport of -x, a worker, an endpoint to the peer's worker and a buffer
+// from the worker's memory that the peer may access. Everything the
+// measured loops touch is allocated before them.
+type ucpSession struct {
+	cfg       *config
+	test      *testDef
+	initiator bool
+
+	ctx  *ucp.Context
+	w    *ucp.Worker
+	ep   *ucp.Endpoint
+	mem  *ucp.Mem
+	buf  []byte // mem.Bytes(): the peer puts into and gets from it
+	rkey *ucp.RKey
+
+	raddr   uint64
+	dataLen int
+	src     []byte // source of sends and puts
+	dst     []byte // destination of receives and gets
+	mask    uint64 // receive tag mask: all bits, or none with -C
+
+	reqs  []*ucp.Request // outstanding operations, oldest first (a ring)
+	head  int
+	count int
+
+	recv, done         int // AMs received (ucpAMData, ucpAMDone)
+	recvWant, doneWant int
+	seq                int
+
+	sleep   bool
+	waitCtx context.Context
+	cancel  context.CancelFunc
+	failure atomic.Pointer[error]
+	idle    int
+	stallAt time.Time
+
+	meter
+}
+
+func newUCPSession(cfg *config, test *testDef, initiator bool) (_ *ucpSession, err error) {
+	tr := findTransport(cfg.Transport)
+	comp, err := tr.open(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open transport %s: %w", cfg.Transport, err)
+	}
+	s := &ucpSession{cfg: cfg, test: test, initiator: initiator, sleep: cfg.Wait == "sleep", mask: ^uint64(0)}
+	s.pingPong = test.kind == pingPong
+	if cfg.Wildcard {
+		s.mask = 0
+	}
+	s.waitCtx, s.cancel = context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	uc := ucp.Config{Transports: []uct.Component{comp}}
+	if cfg.ErrMode == "peer" {
+		uc.ErrorMode = ucp.ErrorModePeer
+	}
+	if s.ctx, err = ucp.NewContext(uc); err != nil {
+		return nil, err
+	}
+	if s.w, err = s.ctx.NewWorker(); err != nil {
+		return nil, err
+	}
+	sizes := test.sizes(cfg.Sizes)
+	var total int
+	s.dataLen, total = bufferLen(sizes)
+	if s.mem, err = s.w.MemAlloc(total); err != nil {
+		return nil, fmt.Errorf("buffer of %d bytes: %w", total, err)
+	}
+	s.buf = s.mem.Bytes()
+	s.src = make([]byte, s.dataLen)
+	s.dst = make([]byte, s.dataLen)
+	s.reqs = make([]*ucp.Request, cfg.Window)
+	s.w.SetAMHandler(ucpAMData, func(*ucp.AMMessage) { s.recv++ })
+	s.w.SetAMHandler(ucpAMDone, func(*ucp.AMMessage) { s.done++ })
+	return s, nil
+}
+
+func (s *ucpSession) setup() setup {
+	return setup{Addr: s.w.Address(), RKey: s.mem.PackRKey(), MemAddr: s.mem.Address(), MemLen: uint64(len(s.buf))}
+}
+
+// connect connects to the peer's worker and unpacks its key.
+func (s *ucpSession) connect(peer setup) error {
+	if peer.MemLen < uint64(s.dataLen) {
+		return fmt.Errorf("peer buffer of %d bytes, need %d: %w", peer.MemLen, s.dataLen, ErrFormat)
+	}
+	p := ucp.EPParams{}
+	if s.cfg.ErrMode == "peer" {
+		p.ErrorHandler = s.onError
+	}
+	var err error
+	if s.ep, err = s.w.Connect(peer.Addr, p); err != nil {
+		return fmt.Errorf("connect to peer: %w", err)
+	}
+	if s.rkey, err = s.ep.UnpackRKey(peer.RKey); err != nil {
+		return fmt.Errorf("peer rkey: %w", err)
+	}
+	s.raddr = peer.MemAddr
+	for _, size := range s.test.sizes(s.cfg.Sizes) {
+		if err := s.checkSize(size); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkSize says whether the endpoint can run the test at size.
+func (s *ucpSession) checkSize(size int) error {
+	switch s.test.name {
+	case "ucp_am_lat", "ucp_am_bw":
+		if limit := s.ep.MaxAM(); size > limit {
+			return fmt.Errorf("%w: %s over %s: size %d exceeds the endpoint's active message limit %d", errUsage, s.test.name, s.cfg.Transport, size, limit)
+		}
+	}
+	return nil
+}
+
+// onError is the endpoint error handler of -e peer: it ends the run.
+func (s *ucpSession) onError(_ *ucp.Endpoint, err error) {
+	err = fmt.Errorf("peer failure reported by ucp: %w", err)
+	s.failure.CompareAndSwap(nil, &err)
+	s.cancel()
+}
+
+func (s *ucpSession) Close() error {
+	var err error
+	for i := range s.count {
+		s.reqs[(s.head+i)%len(s.reqs)].Release()
+	}
+	s.count = 0
+	if s.rkey != nil {
+		err = multierr.Append(err, s.rkey.Close())
+	}
+	if s.ep != nil {
+		r := s.ep.Close(ucp.CloseForce)
+		_ = r.Wait(context.Background())
+		r.Release()
+	}
+	if s.mem != nil {
+		err = multierr.Append(err, s.mem.Close())
+	}
+	if s.w != nil {
+		err = multierr.Append(err, s.w.Close())
+	}
+	if s.ctx != nil {
+		err = multierr.Append(err, s.ctx.Close())
+	}
+	if s.cancel != nil {
+		s.cancel()
+	}
+	return err
+}
+
+func (s *ucpSession) timer() *meter { return &s.meter }
+
+func (s *ucpSession) run(size, iters int) error { return s.test.urun(s, size, iters) }
+
+func (s *ucpSession) zero() {
+	clear(s.buf[:s.dataLen])
+	clear(s.src)
+	clear(s.dst)
+}
+
+// poll progresses the worker once; in sleep mode an idle worker sleeps in
+// Wait. Every 4096 idle spins it checks for a failed peer and a stall.
+func (s *ucpSession) poll() error {
+	if s.w.Progress() != 0 {
+		s.idle = 0
+		return nil
+	}
+	s.idle++
+	if s.sleep {
+		_ = s.w.Wait(s.waitCtx)
+		if s.waitCtx.Err() != nil {
+			return s.check()
+		}
+	}
+	if s.idle&0xfff == 0 {
+		return s.check()
+	}
+	return nil
+}
+
+func (s *ucpSession) check() error {
+	if p := s.failure.Load(); p != nil {
+		return *p
+	}
+	if s.ep != nil {
+		if err := s.ep.Err(); err != nil {
+			return fmt.Errorf("endpoint failed: %w", err)
+		}
+	}
+	if s.waitCtx.Err() != nil {
+		return fmt.Errorf("run canceled: %w", s.waitCtx.Err())
+	}
+	now := time.Now()
+	if s.idle == 0x1000 || s.stallAt.IsZero() {
+		s.stallAt = now
+	} else if now.Sub(s.stallAt) > stallTimeout {
+		return fmt.Errorf("no progress for %v: %w", stallTimeout, uct.ErrTimedOut)
+	}
+	return nil
+}
+
+// wait progresses until r completes, releases it and returns its status.
+func (s *ucpSession) wait(r *ucp.Request) error {
+	s.idle = 0
+	for !r.Done() {
+		if err := s.poll(); err != nil {
+			r.Cancel()
+			r.Release()
+			return err
+		}
+	}
+	err := r.Err()
+	r.Release()
+	return err
+}
+
+// push adds r to the outstanding requests, first waiting for the oldest
+// when -O are outstanding.
+func (s *ucpSession) push(r *ucp.Request) error {
+	if r.Done() {
+		err := r.Err()
+		r.Release()
+		return err
+	}
+	if s.count == len(s.reqs) {
+		if err := s.pop(); err != nil {
+			r.Release()
+			return err
+		}
+	}
+	s.reqs[(s.head+s.count)%len(s.reqs)] = r
+	s.count++
+	return nil
+}
+
+// pop waits for the oldest outstanding request.
+func (s *ucpSession) pop() error {
+	r := s.reqs[s.head]
+	s.reqs[s.head] = nil
+	s.head = (s.head + 1) % len(s.reqs)
+	s.count--
+	return s.wait(r)
+}
+
+// drain waits for every outstanding request.
+func (s *ucpSession) drain() error {
+	var err error
+	for s.count > 0 {
+		if e := s.pop(); e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// flush drains and flushes the endpoint: every put and get is complete
+// at the peer.
+func (s *ucpSession) flush() error {
+	if err := s.drain(); err != nil {
+		return err
+	}
+	if err := s.wait(s.ep.Flush(nil)); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	return nil
+}
+
+// waitCount progresses until *got reaches *want + n.
+func (s *ucpSession) waitCount(want, got *int, n int) error {
+	*want += n
+	s.idle = 0
+	for *got < *want {
+		if err := s.poll(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendDone tells the peer that this side's phase is over.
+func (s *ucpSession) sendDone() error {
+	return s.wait(s.ep.AMSend(ucpAMDone, nil, nil, nil))
+}
