@@ -19,11 +19,11 @@ const ucpRCMissing = "package ucp has no rc lanes yet"
 const noNetnsEnv = "UCGO_PERFTEST_NO_NETNS"
 
 // openRC opens the rc transport on -d (default: the first up
-// non-loopback netdev with IPv4, else lo). Each process binds a UDP port
-// the kernel picks; its iface address carries it, so several runs can
-// share a host and its address.
+// non-loopback netdev with IPv4, else lo) and UDP port 4791, which the
+// processes of a host share (or, where they cannot, a port the kernel
+// picks; the iface address carries it).
 func openRC(cfg *config) (uct.Component, error) {
-	return rc.New(rc.Config{Device: cfg.Device, Port: -1}), nil
+	return rc.New(rc.Config{Device: cfg.Device}), nil
 }
 
 // localRC places the two sides of -l: as root, in two network namespaces
