@@ -57,8 +57,8 @@
 // between two network namespaces that -l creates (internal/netns) and
 // removes, joined by a veth pair (server in one, client in the other),
 // else over lo (UCGO_PERFTEST_NO_NETNS=1 asks for lo as root too). rc
-// uses UDP port 4791, shared by the processes of a host (mpiexec -n 2 on
-// one host) where eBPF is permitted, else a port of its own that its iface
-// address carries (transport/rc/verbs). The ucp tests do not run over rc yet: package ucp has no rc
+// binds a UDP port the kernel picks, which its iface address carries, so
+// several processes can share a host's address (mpiexec -n 2 on one
+// host). The ucp tests do not run over rc yet: package ucp has no rc
 // lanes.
 package main

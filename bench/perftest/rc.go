@@ -19,11 +19,12 @@ const ucpRCMissing = "package ucp has no rc lanes yet"
 const noNetnsEnv = "UCGO_PERFTEST_NO_NETNS"
 
 // openRC opens the rc transport on -d (default: the first up
-// non-loopback netdev with IPv4, else lo) and UDP port 4791, which the
-// processes of a host share (or, where they cannot, a port the kernel
-// picks; the iface address carries it).
+// non-loopback netdev with IPv4, else lo). Each process binds a UDP port
+// the kernel picks, which its iface address carries, so several processes
+// can share a host's address. (Sharing port 4791 through the reuseport
+// group loses put_lat's packets between two namespaces: retry exceeded.)
 func openRC(cfg *config) (uct.Component, error) {
-	return rc.New(rc.Config{Device: cfg.Device}), nil
+	return rc.New(rc.Config{Device: cfg.Device, Port: -1}), nil
 }
 
 // localRC places the two sides of -l: as root, in two network namespaces

@@ -124,6 +124,11 @@ func (s *ucpSession) connect(peer setup) error {
 		return fmt.Errorf("peer rkey: %w", err)
 	}
 	s.raddr = peer.MemAddr
+	if !s.initiator {
+		// The initiator checks the sizes; when it refuses, the run ends
+		// with its usage error rather than with this side's.
+		return nil
+	}
 	for _, size := range s.test.sizes(s.cfg.Sizes) {
 		if err := s.checkSize(size); err != nil {
 			return err
