@@ -124,9 +124,8 @@ var benchModes = []struct {
 	mode ErrorMode
 }{{"none", ErrorModeNone}, {"peer", ErrorModePeer}}
 
-func benchWorld(b *testing.B, role string, mode ErrorMode, env ...string) *node {
-	env = append(env, EnvErrMode+"="+mode.String())
-	return world(b, 2, role, Config{ErrorMode: mode}, env...)
+func benchWorld(b *testing.B, role string, mode ErrorMode) *node {
+	return world(b, 2, role, Config{ErrorMode: mode}, EnvErrMode+"="+mode.String())
 }
 
 func benchQuit(nd *node) {
@@ -140,12 +139,11 @@ func benchQuit(nd *node) {
 // trip.
 func BenchmarkTagLatency(b *testing.B) {
 	for _, m := range benchModes {
-		b.Run(m.name, func(b *testing.B) { benchTagLatency(b, m.mode, 8) })
+		b.Run(m.name, func(b *testing.B) { benchTagLatency(b, benchWorld(b, "pong", m.mode), 8) })
 	}
 }
 
-func benchTagLatency(b *testing.B, mode ErrorMode, size int, env ...string) {
-	nd := benchWorld(b, "pong", mode, env...)
+func benchTagLatency(b *testing.B, nd *node, size int) {
 	defer pinCPU(0)()
 	ep, w := nd.eps[1], nd.w
 	out, in := pattern(size, 1), make([]byte, size)
@@ -183,12 +181,11 @@ func benchTagLatency(b *testing.B, mode ErrorMode, size int, env ...string) {
 // flight; a send completes when the receiver has the data.
 func BenchmarkTagBandwidth(b *testing.B) {
 	for _, m := range benchModes {
-		b.Run(m.name, func(b *testing.B) { benchTagBandwidth(b, m.mode, bwSize) })
+		b.Run(m.name, func(b *testing.B) { benchTagBandwidth(b, benchWorld(b, "sink", m.mode), bwSize) })
 	}
 }
 
-func benchTagBandwidth(b *testing.B, mode ErrorMode, size int, env ...string) {
-	nd := benchWorld(b, "sink", mode, env...)
+func benchTagBandwidth(b *testing.B, nd *node, size int) {
 	defer pinCPU(0)()
 	ep, w := nd.eps[1], nd.w
 	buf := pattern(size, 1)

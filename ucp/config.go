@@ -2,11 +2,13 @@ package ucp
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ucgo/ucgo/transport/rc"
 	"github.com/ucgo/ucgo/transport/shm"
 	"github.com/ucgo/ucgo/uct"
 )
@@ -93,8 +95,47 @@ const (
 )
 
 // DefaultTransports returns the built-in transports that work on this
-// machine: shm.
-func DefaultTransports() []uct.Component { return []uct.Component{shm.New()} }
+// machine: shm, and rc (RoCEv2 from user space, on the first netdev that
+// is up, not loopback and has an IPv4 address) when there is such a
+// netdev. Endpoints use shm lanes between workers on the same host and rc
+// lanes otherwise.
+func DefaultTransports() []uct.Component {
+	ts := []uct.Component{shm.New()}
+	if rcUsable() {
+		ts = append(ts, rc.New(rc.Config{}))
+	}
+	return ts
+}
+
+// builtinTransports are the transports UCGO_TLS can name when
+// Config.Transports is nil, usable here or not.
+func builtinTransports() []uct.Component {
+	return []uct.Component{shm.New(), rc.New(rc.Config{})}
+}
+
+// rcUsable reports whether a netdev is up, not loopback and has an IPv4
+// address: rc over loopback only reaches this host, where shm is better.
+func rcUsable() bool {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return false
+	}
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		as, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range as {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // Environment variables read by NewContext.
 const (
@@ -110,7 +151,9 @@ const (
 )
 
 // applyEnv overrides cfg from the environment (getenv is os.Getenv in
-// production). Bad values are errors wrapping uct.ErrInvalidParam.
+// production). Bad values are errors wrapping uct.ErrInvalidParam. With
+// cfg.Transports nil, UCGO_TLS picks among the built-in transports (and
+// "all" means those that work here); otherwise it filters cfg.Transports.
 func applyEnv(cfg *Config, getenv func(string) string) error {
 	bad := func(k, v string, err error) error {
 		return fmt.Errorf("ucp: %s=%q: %w: %w", k, v, uct.ErrInvalidParam, err)
@@ -122,8 +165,15 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 				want[n] = true
 			}
 		}
+		from := cfg.Transports
+		if from == nil {
+			from = DefaultTransports()
+			if !want["all"] {
+				from = builtinTransports()
+			}
+		}
 		var out []uct.Component
-		for _, c := range cfg.Transports {
+		for _, c := range from {
 			if want[c.Name()] || want["all"] {
 				out = append(out, c)
 			}

@@ -31,11 +31,11 @@ func NewContext(cfg Config) (*Context, error) {
 }
 
 func newContext(cfg Config, getenv func(string) string) (*Context, error) {
-	if cfg.Transports == nil {
-		cfg.Transports = DefaultTransports()
-	}
 	if err := applyEnv(&cfg, envOrOS(getenv)); err != nil {
 		return nil, err
+	}
+	if cfg.Transports == nil {
+		cfg.Transports = DefaultTransports()
 	}
 	if cfg.KeepaliveInterval == 0 {
 		cfg.KeepaliveInterval = defaultKeepalive

@@ -8,15 +8,18 @@
 //
 // # Setup
 //
-//	ctx, _ := ucp.NewContext(ucp.Config{})        // shm by default
+//	ctx, _ := ucp.NewContext(ucp.Config{})        // shm and rc by default
 //	w, _ := ctx.NewWorker()
 //	addr := w.Address()                           // exchange out of band
 //	ep, _ := w.Connect(peerAddr, ucp.EPParams{})
 //
-// Connect unpacks the peer's worker address (UnpackAddress), connects one
-// lane per common transport (shm only when both workers run on the same
-// host and boot) and sends a wireup request carrying our address and our
-// endpoint id; the peer answers with its id, creating an endpoint back to
+// DefaultTransports are shm and, when a netdev other than loopback is up
+// with an IPv4 address, rc (RoCEv2 from user space on that netdev);
+// Config.Transports or UCGO_TLS choose others. Connect unpacks the peer's
+// worker address (UnpackAddress), connects lanes by capability (shm when
+// both workers run on the same host and boot, else rc, or whatever the
+// two workers' transports have in common) and sends a wireup request
+// carrying our address and our endpoint id; the peer answers with its id, creating an endpoint back to
 // us if it has none. Operations started before the answer are queued.
 // Every later message carries the receiver's endpoint id, so the receiver
 // finds the sender with one slice index.
@@ -98,5 +101,8 @@
 // requests and unexpected messages; Close of each is idempotent.
 // Endpoints keep their lanes as a lane set (one uct endpoint and its iface
 // attributes per lane); queued work is bound to no lane, so failover
-// (package failover) can move it by re-picking lanes.
+// (package failover) can move it by re-picking lanes. Progress polls on
+// every call only the ifaces that carry a lane or have delivered an
+// event; the others (an rc iface of a worker that only talks over shm,
+// whose poll is a system call) every 256 calls and after every Wait.
 package ucp

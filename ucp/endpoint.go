@@ -89,8 +89,8 @@ func (ep *Endpoint) Worker() *Worker { return ep.w }
 // Connect creates an endpoint to the worker at the packed address addr
 // (from Worker.Address). If an endpoint to that worker exists (created by
 // an earlier Connect or by the peer connecting to us) it is returned with
-// p applied. Lanes are chosen by capability: shm only if both workers are
-// on the same host.
+// p applied. Lanes are chosen by capability (see connectLanes): shm
+// between workers on the same host, rc otherwise.
 func (w *Worker) Connect(addr []byte, p EPParams) (*Endpoint, error) {
 	a, err := UnpackAddress(addr)
 	if err != nil {
@@ -113,29 +113,8 @@ func (w *Worker) Connect(addr []byte, p EPParams) (*Endpoint, error) {
 func (w *Worker) newEP(a Address, p EPParams) (*Endpoint, error) {
 	name := fmt.Sprintf("worker %016x", a.UUID)
 	ep := &Endpoint{w: w, uuid: a.UUID, name: name, params: p, id: uint32(len(w.eps))}
-	var errs []error
-	for _, ia := range a.Ifaces {
-		for _, wi := range w.ifaces {
-			if wi.md.comp.Name() != ia.Transport {
-				continue
-			}
-			if wi.attr.Cap.Has(uct.CapSharedMemory) && a.Host != w.ctx.host {
-				continue
-			}
-			uep, err := wi.it.Connect(ia.Addr, p.Timeout)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			ep.lanes = append(ep.lanes, lane{ep: uep, wi: wi, attr: wi.attr})
-		}
-	}
-	if len(ep.lanes) == 0 {
-		err := fmt.Errorf("no common transport: %w", uct.ErrUnreachable)
-		if len(errs) > 0 {
-			err = errs[0]
-		}
-		return nil, opErr("connect", name, err)
+	if errs := w.connectLanes(ep, a, p); len(ep.lanes) == 0 {
+		return nil, opErr("connect", name, errNoLane(errs))
 	}
 	for i := range ep.lanes {
 		i := i
@@ -188,7 +167,7 @@ func (ep *Endpoint) pickLanes() bool {
 	at := &ep.lanes[ep.amLane].attr
 	ep.shortMax = -1
 	if at.Cap.Has(uct.CapAMShort) {
-		ep.shortMax = at.AMMaxShort - 4
+		ep.shortMax = min(at.AMMaxShort, len(ep.scratch)) - 4 // sendTag builds it in scratch
 		if cfg.ShortThresh != 0 && cfg.ShortThresh < ep.shortMax {
 			ep.shortMax = cfg.ShortThresh
 		}

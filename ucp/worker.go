@@ -20,9 +20,10 @@ const defaultKeepalive = time.Second
 
 // wiface is one transport iface of a worker.
 type wiface struct {
-	md   *mdEntry
-	it   uct.Iface
-	attr uct.IfaceAttr
+	md     *mdEntry
+	it     uct.Iface
+	attr   uct.IfaceAttr
+	active atomic.Bool // polled on every Progress (lanes.go)
 }
 
 type asyncErr struct {
@@ -85,6 +86,9 @@ type Worker struct {
 	amu    sync.Mutex
 	async  []asyncErr
 	asyncN atomic.Int32
+
+	idleTick uint32      // Progress calls, for polling idle ifaces
+	pollIdle atomic.Bool // poll idle ifaces on the next Progress
 
 	kaDue  atomic.Bool
 	kaStop chan struct{}
@@ -183,11 +187,8 @@ func (w *Worker) Progress() int {
 		return 0
 	}
 	w.inProgress = true
-	n := 0
 	// iface progress runs the AM handlers, which lock the worker themselves
-	for _, wi := range w.ifaces {
-		n += wi.it.Progress()
-	}
+	n := w.progressIfaces()
 	if !w.safe && w.asyncN.Load() == 0 && !w.kaDue.Load() && len(w.backlog) == 0 && len(w.flushers) == 0 &&
 		w.doneq.empty() && len(w.errq) == 0 {
 		w.inProgress = false
@@ -252,24 +253,14 @@ func (w *Worker) Wait(ctx context.Context) error {
 	}
 	for _, wi := range w.ifaces {
 		if wi.it.Arm() != nil {
+			w.pollIdle.Store(true)
 			return nil
 		}
 	}
 	if w.asyncN.Load() != 0 {
 		return nil
 	}
-	if len(w.ifaces) == 1 {
-		if err := w.ifaces[0].it.Wait(ctx); err != nil && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return nil
-	}
-	// Several ifaces: sleep on each in turn for a short slice.
-	for _, wi := range w.ifaces {
-		c, cancel := context.WithTimeout(ctx, time.Millisecond)
-		wi.it.Wait(c)
-		cancel()
-	}
+	w.waitIfaces(ctx)
 	return ctx.Err()
 }
 

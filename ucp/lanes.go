@@ -1,0 +1,130 @@
+package ucp
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ucgo/ucgo/uct"
+)
+
+// Lane choice. A peer's address lists one iface per transport. Lanes are
+// chosen by capability: shared-memory transports when both workers run on
+// the same host (and boot), network transports otherwise, or when no
+// shared-memory lane could be connected. Config.Transports (UCGO_TLS)
+// limits both sides' choice, so two workers on one host that only have rc
+// talk over rc.
+
+// connectLanes connects ep's lanes to the ifaces of a (lock held). It
+// returns the connection errors.
+func (w *Worker) connectLanes(ep *Endpoint, a Address, p EPParams) []error {
+	var errs []error
+	for _, local := range []bool{true, false} {
+		for _, ia := range a.Ifaces {
+			for _, wi := range w.ifaces {
+				if wi.md.comp.Name() != ia.Transport || wi.attr.Cap.Has(uct.CapSharedMemory) != local {
+					continue
+				}
+				if local && a.Host != w.ctx.host {
+					continue
+				}
+				uep, err := wi.it.Connect(ia.Addr, p.Timeout)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				ep.lanes = append(ep.lanes, lane{ep: uep, wi: wi, attr: wi.attr})
+				wi.activate()
+			}
+		}
+		if len(ep.lanes) > 0 {
+			break
+		}
+	}
+	return errs
+}
+
+// Iface activity. Progressing an iface costs at least a poll of its
+// receive queue (a system call for rc), so Progress only polls every call
+// the ifaces that carry a lane or have delivered an event; the others are
+// polled every idlePollEvery calls and on the first call after a Wait, so
+// that a connection request arriving on them is still seen.
+const idlePollEvery = 256
+
+// activate makes Progress poll wi on every call (any goroutine).
+func (wi *wiface) activate() { wi.active.Store(true) }
+
+// progressIfaces runs the transports' progress: the active ifaces, and
+// the idle ones when their turn has come.
+func (w *Worker) progressIfaces() int {
+	n := 0
+	idle := false
+	for _, wi := range w.ifaces {
+		if wi.active.Load() {
+			n += wi.it.Progress()
+		} else {
+			idle = true
+		}
+	}
+	if !idle {
+		return n
+	}
+	if w.idleTick++; w.idleTick%idlePollEvery != 0 && !w.pollIdle.Load() {
+		return n
+	}
+	w.pollIdle.Store(false)
+	for _, wi := range w.ifaces {
+		if !wi.active.Load() {
+			if k := wi.it.Progress(); k > 0 {
+				wi.activate()
+				n += k
+			}
+		}
+	}
+	return n
+}
+
+// idleWaitSlice bounds a Wait on the one active iface when other ifaces
+// are idle: after it the next Progress polls them.
+const idleWaitSlice = 50 * time.Millisecond
+
+// waitIfaces sleeps on the armed ifaces until one has an event or ctx
+// ends.
+func (w *Worker) waitIfaces(ctx context.Context) {
+	defer w.pollIdle.Store(true)
+	if len(w.ifaces) == 1 {
+		w.ifaces[0].it.Wait(ctx)
+		return
+	}
+	var act *wiface
+	nact := 0
+	for _, wi := range w.ifaces {
+		if wi.active.Load() {
+			act = wi
+			nact++
+		}
+	}
+	if nact == 1 {
+		c, cancel := context.WithTimeout(ctx, idleWaitSlice)
+		act.it.Wait(c)
+		cancel()
+		return
+	}
+	// Several (or no) active ifaces: sleep on each in turn for a short
+	// slice.
+	for _, wi := range w.ifaces {
+		c, cancel := context.WithTimeout(ctx, time.Millisecond)
+		wi.it.Wait(c)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+func errNoLane(errs []error) error {
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return fmt.Errorf("no common transport: %w", uct.ErrUnreachable)
+}

@@ -1,0 +1,191 @@
+package ucp
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ucgo/ucgo/internal/netns"
+	"github.com/ucgo/ucgo/transport/rc"
+	"github.com/ucgo/ucgo/uct"
+)
+
+// rc lanes between two network namespaces joined by a veth pair: this
+// process works in namespace A, the child (the test binary re-executed)
+// runs in B. Both use rc only (shm would be chosen otherwise: they share
+// the host). Needs root; skipped otherwise.
+
+// netnsWorld is world for two ranks over rc across a namespace pair.
+func netnsWorld(t testing.TB, role string, cfg Config, env ...string) *node {
+	t.Helper()
+	pair, err := netns.NewPair(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []*netns.NS{pair.A, pair.B} {
+		if err := waitLinkRunning(ns, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg.SourceTagMask = srcMask
+	cfg.Transports = []uct.Component{rc.New(rc.Config{})}
+	nd := &node{t: t, n: 2, procs: make([]*exec.Cmd, 2), errs: make(chan epErr, 16)}
+	// The rc device's socket and the connection manager's listener are
+	// made inside A, so they live there.
+	err = pair.A.Do(func() error {
+		ctx, err := newContext(cfg, func(string) string { return "" })
+		if err != nil {
+			return err
+		}
+		w, err := ctx.NewWorker()
+		if err != nil {
+			ctx.Close()
+			return err
+		}
+		nd.ctx, nd.w = ctx, w
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("worker in %s: %v", pair.A.Name(), err)
+	}
+	t.Cleanup(func() {
+		nd.w.Close()
+		nd.ctx.Close()
+	})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := pair.B.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), roleEnv+"="+role, rankEnv+"=1", sizeEnv+"=2", EnvTLS+"=rc")
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stderr = os.Stderr
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdin = inR
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inR.Close()
+	t.Cleanup(func() {
+		inW.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	nd.procs[1] = cmd
+	var a string
+	if _, err := fmt.Fscan(bufio.NewReader(out), &a); err != nil {
+		t.Fatalf("reading the child's address: %v", err)
+	}
+	addrs := []string{hex.EncodeToString(nd.w.Address()), a}
+	fmt.Fprintln(inW, strings.Join(addrs, " "))
+	// Connect (the rc connection manager dials) from inside A, before the
+	// first Progress: the child's wireup then finds our endpoint and needs
+	// no connection back from this goroutine.
+	if err := pair.A.Do(func() error { return nd.connectAll(addrs) }); err != nil {
+		t.Fatalf("connect from %s: %v", pair.A.Name(), err)
+	}
+	if tr := nd.eps[1].lanes[0].attr.Transport; len(nd.eps[1].lanes) != 1 || tr != "rc" {
+		t.Fatalf("lanes %d, first %s; want one rc lane", len(nd.eps[1].lanes), tr)
+	}
+	return nd
+}
+
+// waitLinkRunning waits until the namespace's veth end is up and running
+// (the rc device reports its port down before that).
+func waitLinkRunning(ns *netns.NS, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var flags net.Flags
+		err := ns.Do(func() error {
+			ifi, err := net.InterfaceByIndex(ns.Index())
+			if err == nil {
+				flags = ifi.Flags
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if flags&(net.FlagUp|net.FlagRunning) == net.FlagUp|net.FlagRunning {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s in %s not running after %v", ns.Link(), ns.Name(), timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestTagRC sends tag messages of every protocol (eager short, bcopy,
+// zcopy, rendezvous get and put, up to 4 MiB) over rc between two network
+// namespaces and checks every byte of the echo.
+func TestTagRC(t *testing.T) {
+	for _, c := range []struct {
+		mode   ErrorMode
+		scheme RndvScheme
+	}{{ErrorModeNone, RndvGet}, {ErrorModePeer, RndvPut}} {
+		name := c.mode.String() + "/" + map[RndvScheme]string{RndvGet: "get", RndvPut: "put"}[c.scheme]
+		t.Run(name, func(t *testing.T) {
+			scheme := strings.SplitN(name, "/", 2)[1]
+			nd := netnsWorld(t, "echo", Config{ErrorMode: c.mode, RndvScheme: c.scheme},
+				EnvErrMode+"="+c.mode.String(), EnvRndvScheme+"="+scheme)
+			ep := nd.eps[1]
+			sizes := append(append([]int(nil), protoSizes...), ep.shortMax, ep.shortMax+1, ep.bcopyMax, ep.bcopyMax+1)
+			for i, n := range sizes {
+				out := pattern(n, byte(i))
+				in := make([]byte, n+1)
+				tag := mkTag(1, uint32(100+i))
+				r := nd.w.TagRecv(in, tag, exact, nil)
+				s := ep.TagSend(out, mkTag(0, uint32(100+i)), nil)
+				nd.must(nd.wait(s))
+				nd.must(nd.wait(r))
+				if got := r.Info(); got.Length != n || got.Tag != tag || got.Sender != ep {
+					t.Fatalf("size %d: info %+v", n, got)
+				}
+				if !bytes.Equal(in[:n], out) {
+					t.Fatalf("size %d: content differs", n)
+				}
+				r.Release()
+				s.Release()
+			}
+			nd.quit(1)
+			nd.exitOK(1)
+		})
+	}
+}
+
+// BenchmarkTagLatencyRC: 8-byte tag ping-pong over rc between two network
+// namespaces.
+func BenchmarkTagLatencyRC(b *testing.B) {
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) {
+			nd := netnsWorld(b, "pong", Config{ErrorMode: m.mode}, EnvErrMode+"="+m.mode.String())
+			benchTagLatency(b, nd, 8)
+		})
+	}
+}
+
+// BenchmarkTagBandwidthRC: 1 MiB tag sends over rc between two network
+// namespaces.
+func BenchmarkTagBandwidthRC(b *testing.B) {
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) {
+			nd := netnsWorld(b, "sink", Config{ErrorMode: m.mode}, EnvErrMode+"="+m.mode.String())
+			benchTagBandwidth(b, nd, bwSize)
+		})
+	}
+}
