@@ -102,7 +102,8 @@
 // Endpoints keep their lanes as a lane set (one uct endpoint and its iface
 // attributes per lane); queued work is bound to no lane, so failover
 // (package failover) can move it by re-picking lanes. Progress polls on
-// every call only the ifaces that carry a lane or have delivered an
-// event; the others (an rc iface of a worker that only talks over shm,
-// whose poll is a system call) every 256 calls and after every Wait.
+// every call the ifaces that carry a lane, have delivered an event or
+// are cheap to poll (shm); the others (an rc iface of a worker that only
+// talks over shm, whose poll is a system call) every 256 calls and after
+// every Wait.
 package ucp

@@ -46,7 +46,8 @@ func (w *Worker) connectLanes(ep *Endpoint, a Address, p EPParams) []error {
 
 // Iface activity. Progressing an iface costs at least a poll of its
 // receive queue (a system call for rc), so Progress only polls every call
-// the ifaces that carry a lane or have delivered an event; the others are
+// the ifaces that carry a lane, have delivered an event, are cheap to poll
+// (shared memory) or are the worker's only one; the others are
 // polled every idlePollEvery calls and on the first call after a Wait, so
 // that a connection request arriving on them is still seen.
 const idlePollEvery = 256

@@ -127,6 +127,11 @@ func (c *Context) NewWorker() (*Worker, error) {
 	if len(w.ifaces) == 0 {
 		return nil, fmt.Errorf("ucp: no iface could be opened: %w", multierr.Append(errs, uct.ErrUnreachable))
 	}
+	for _, wi := range w.ifaces {
+		if len(w.ifaces) == 1 || wi.attr.Cap.Has(uct.CapSharedMemory) {
+			wi.activate() // polling them is cheap
+		}
+	}
 	w.addr = a.Pack()
 	if c.cfg.ErrorMode == ErrorModePeer && c.cfg.KeepaliveInterval > 0 {
 		w.kaStop, w.kaDone = make(chan struct{}), make(chan struct{})
