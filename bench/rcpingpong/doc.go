@@ -14,7 +14,29 @@
 // -q and a random PSN): it checks the exchange against a real peer where no
 // queue pair is available.
 //
-// # Interop tests
+// The data path is transport/rc/verbs, ucgo's user-space RoCEv2
+// provider, set up as rc_pingpong.c does it: one buffer of -s bytes
+// (0x7b), registered for local write only; a CQ of -r + 1 entries (with a
+// completion channel under -e); an RC QP with one send WR and -r receive
+// WRs, INIT with no remote access, RTR with path MTU -m, min RNR timer 12
+// and one incoming READ/atomic, RTS with timeout 14, retry_cnt 7,
+// rnr_retry 7; -r receives posted before the exchange, the server moving
+// to RTS before it answers. The client sends first; each side posts its
+// next SEND once its last SEND and a receive completed; both print
+// rc_pingpong's two summary lines. -d names the netdev (default: the one
+// holding -a) and -i must be 1. The device has one GID, index 0 (the
+// IPv4-mapped -a address): -g 0 advertises it, no -g advertises zeros as
+// rc_pingpong does, which no RoCE peer can use, so run both sides with
+// -g. Without -e the tool polls, but after 200 empty polls it sleeps in
+// the socket until a packet or timer is due (the machine is shared).
+// UDP port 4791 must be free on the -a address.
+//
+// # Tests
+//
+// TestPingpongNetns runs the tool against itself between two network
+// namespaces (internal/netns) with rc_pingpong's defaults, -s 1,
+// -s 65536, -m 4096 -c and -e: a fast check of the data path that needs
+// no VM.
 //
 // TestInteropRXE boots the rxe-vm harness (../shared/tools/rxe-vm from the
 // repository root, found by walking up) and runs the interop cases against
@@ -49,7 +71,4 @@
 //     its port.
 //   - run.sh exits 2 when its logs/ folder is empty (set -e with a
 //     failing ls in a pipeline): the test leaves a placeholder file there.
-//
-// The RoCE data path needs the software RoCEv2 provider of
-// transport/rc/verbs; until it is wired in, only -x runs.
 package main

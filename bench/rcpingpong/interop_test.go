@@ -168,6 +168,15 @@ func checkPerftestServer(t *testing.T, r *caseResult) {
 // checkExchange checks a rc_pingpong exchange: each side printed the
 // other's address exactly as the other advertised it.
 func checkExchange(t *testing.T, r *caseResult) {
+	t.Helper()
+	checkAddrs(t, r, "::ffff:10.77.0.2", "::ffff:10.77.0.1")
+}
+
+// checkAddrs checks that each side of a rc_pingpong exchange printed the
+// other's address as the other advertised it, r.VM's side having GID
+// vmGID and r.Host's hostGID.
+func checkAddrs(t *testing.T, r *caseResult, vmGID, hostGID string) {
+	t.Helper()
 	vmAs := addrLines(r.VM, func(string) bool { return true })
 	ourAs := addrLines(r.Host, func(string) bool { return true })
 	var vmLocal, vmRemote, ourLocal, ourRemote *seenAddr
@@ -188,10 +197,10 @@ func checkExchange(t *testing.T, r *caseResult) {
 	if vmLocal == nil || vmRemote == nil || ourLocal == nil || ourRemote == nil {
 		t.Fatalf("missing address lines: VM %+v, ours %+v", vmAs, ourAs)
 	}
-	if ourLocal.qpn != vmRemote.qpn || ourLocal.psn != vmRemote.psn || vmRemote.gid != "::ffff:10.77.0.1" {
+	if ourLocal.qpn != vmRemote.qpn || ourLocal.psn != vmRemote.psn || vmRemote.gid != hostGID {
 		t.Errorf("VM saw our address as %+v, we sent %+v", *vmRemote, *ourLocal)
 	}
-	if vmLocal.qpn != ourRemote.qpn || vmLocal.psn != ourRemote.psn || ourRemote.gid != "::ffff:10.77.0.2" {
+	if vmLocal.qpn != ourRemote.qpn || vmLocal.psn != ourRemote.psn || ourRemote.gid != vmGID {
 		t.Errorf("we saw the VM's address as %+v, it sent %+v", *ourRemote, *vmLocal)
 	}
 }

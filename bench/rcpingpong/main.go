@@ -101,37 +101,89 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	gid, err := localGID(o)
-	if err != nil {
-		return err
+	if o.exchOnly {
+		gid, err := localGID(o)
+		if err != nil {
+			return err
+		}
+		return exchangeOnly(ctx, o, gid, stdout)
 	}
-	if !o.exchOnly {
-		return errors.New("RoCE data path not available yet (transport/rc/verbs); use -x for the TCP exchange only")
-	}
+	return pingpongMain(ctx, o, stdout, stderr)
+}
+
+// exchangeOnly is -x: the TCP exchange with an advertised QPN and no QP.
+func exchangeOnly(ctx context.Context, o *options, gid [16]byte, stdout io.Writer) error {
 	local := oobexch.Dest{QPN: uint32(o.qpn) & 0xffffff, PSN: rand.Uint32() & 0xffffff, GID: gid}
+	_, err := exchange(ctx, o, local, stdout, func(oobexch.Dest) error { return nil })
+	return err
+}
+
+// exchange prints local, runs the client or server side of the TCP
+// exchange (the server calls ready, which brings its QP to RTS, before it
+// answers) and prints the remote address.
+func exchange(ctx context.Context, o *options, local oobexch.Dest, stdout io.Writer, ready func(oobexch.Dest) error) (oobexch.Dest, error) {
 	if o.server != "" {
 		printAddr(stdout, "local", local)
 		cctx, cancel := context.WithTimeout(ctx, o.wait)
 		defer cancel()
 		rem, err := clientExchange(cctx, net.JoinHostPort(o.server, strconv.Itoa(o.port)), local)
 		if err != nil {
-			return err
+			return rem, err
 		}
 		printAddr(stdout, "remote", rem)
-		return nil
+		return rem, nil
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(o.localIP, strconv.Itoa(o.port)))
 	if err != nil {
-		return fmt.Errorf("couldn't listen to port %d: %w", o.port, err)
+		return oobexch.Dest{}, fmt.Errorf("couldn't listen to port %d: %w", o.port, err)
 	}
 	printAddr(stdout, "local", local)
-	rem, err := serverExchange(ctx, ln, func(oobexch.Dest) (oobexch.Dest, error) { return local, nil })
+	rem, err := serverExchange(ctx, ln, func(rem oobexch.Dest) (oobexch.Dest, error) { return local, ready(rem) })
+	if err != nil {
+		return rem, err
+	}
+	printAddr(stdout, "remote", rem)
+	return rem, nil
+}
+
+// pingpongMain is rc_pingpong's main over ucgo's verbs.
+func pingpongMain(ctx context.Context, o *options, stdout, stderr io.Writer) (err error) {
+	if o.gidIdx > 0 {
+		return fmt.Errorf("can't read sgid of index %d (the device has GID index 0 only)", o.gidIdx)
+	}
+	c, err := initCtx(o)
 	if err != nil {
 		return err
 	}
-	printAddr(stdout, "remote", rem)
-	return nil
+	defer func() {
+		if cerr := c.close(); cerr != nil && err == nil {
+			err = fmt.Errorf("couldn't release context: %w", cerr)
+		}
+	}()
+	routs := c.postRecv(o.rxDepth)
+	if routs < o.rxDepth {
+		return fmt.Errorf("couldn't post receive (%d)", routs)
+	}
+	if o.events {
+		if err := c.cq.ReqNotify(false); err != nil {
+			return fmt.Errorf("couldn't request CQ notification: %w", err)
+		}
+	}
+	local := oobexch.Dest{QPN: c.qp.QPNum(), PSN: rand.Uint32() & 0xffffff}
+	if o.gidIdx >= 0 {
+		local.GID = c.dev.GID().As16()
+	}
+	rem, err := exchange(ctx, o, local, stdout, func(rem oobexch.Dest) error { return c.connect(local.PSN, rem) })
+	if err != nil {
+		return err
+	}
+	if o.server != "" {
+		if err := c.connect(local.PSN, rem); err != nil {
+			return err
+		}
+	}
+	return c.pingpong(ctx, routs, stdout, stderr)
 }
 
 func main() {
@@ -142,7 +194,9 @@ func main() {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
-		fmt.Fprintln(os.Stderr, "rcpingpong:", err)
+		if !errors.Is(err, errReported) {
+			fmt.Fprintln(os.Stderr, "rcpingpong:", err)
+		}
 		os.Exit(1)
 	}
 }
