@@ -29,7 +29,8 @@
 // rc_pingpong does, which no RoCE peer can use, so run both sides with
 // -g. Without -e the tool polls, but after 200 empty polls it sleeps in
 // the socket until a packet or timer is due (the machine is shared).
-// UDP port 4791 must be free on the -a address.
+// The device must get UDP port 4791 on its address (shared with other
+// ucgo processes as root, see verbs.Config.Port): RoCEv2 peers send there.
 //
 // # Tests
 //

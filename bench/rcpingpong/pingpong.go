@@ -61,6 +61,10 @@ func initCtx(o *options) (*ppCtx, error) {
 		return nil, fmt.Errorf("couldn't get context: %w", err)
 	}
 	c := &ppCtx{o: o, dev: dev, mtu: mtu}
+	if p := dev.LocalAddr().Port(); p != roce.Port {
+		// Peers (rxe among them) send to 4791 whatever our source port.
+		return nil, multierr.Append(fmt.Errorf("couldn't get context: UDP port %d is taken on %v (got %d)", roce.Port, dev.LocalAddr().Addr(), p), c.close())
+	}
 	if err := c.setup(); err != nil {
 		return nil, multierr.Append(err, c.close())
 	}
