@@ -47,3 +47,15 @@ func processAlive(pid int) bool {
 	n, err := unix.Poll(fds, 0)
 	return err != nil || n == 0
 }
+
+// processExiting reports whether pid has no open files any more: it is
+// exiting (or gone). A live process always has some.
+func processExiting(pid int) bool {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/fd")
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	return err != nil || len(names) == 0
+}

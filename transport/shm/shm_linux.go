@@ -321,18 +321,28 @@ func (k *RKey) mapPeer() (*[]byte, error) {
 	}
 	tab, err := mapProcFD(k.pid, k.keyFD, keySlots*4)
 	if err != nil {
-		return nil, err
+		return nil, k.gone(err)
 	}
 	if k.fd >= 0 {
 		b, err := mapProcFD(k.pid, k.fd, int(k.length))
 		if err != nil {
 			unix.Munmap(tab)
-			return nil, err
+			return nil, k.gone(err)
 		}
 		k.mapped.Store(&b)
 	}
 	k.table.Store(&tab)
 	return &tab, nil
+}
+
+// gone turns err, a failure to reach the peer's memory, into
+// uct.ErrPeerFailed if the peer process has exited or is exiting (a
+// SIGKILLed process loses its fds before it becomes a zombie).
+func (k *RKey) gone(err error) error {
+	if st, e := procStartTime(k.pid); e != nil || st != k.start || !processAlive(k.pid) || processExiting(k.pid) {
+		return fmt.Errorf("shm rkey: process %d gone: %w", k.pid, uct.ErrPeerFailed)
+	}
+	return err
 }
 
 func mapProcFD(pid, fd, size int) ([]byte, error) {
@@ -1088,7 +1098,7 @@ func (ep *Endpoint) CheckLiveness(comp *uct.Completion) error {
 	if err := ep.check("check_liveness"); err != nil {
 		return err
 	}
-	if st, err := procStartTime(ep.peer.PID); err != nil || st != ep.peer.StartTime {
+	if st, err := procStartTime(ep.peer.PID); err != nil || st != ep.peer.StartTime || ep.exited() {
 		ep.peerFailed()
 		return ep.check("check_liveness")
 	}
@@ -1097,6 +1107,14 @@ func (ep *Endpoint) CheckLiveness(comp *uct.Completion) error {
 		return ep.check("check_liveness")
 	}
 	return nil
+}
+
+// exited reports whether the peer process has exited (zombies included),
+// from its pidfd.
+func (ep *Endpoint) exited() bool {
+	fds := []unix.PollFd{{Fd: int32(ep.pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0 && fds[0].Revents != 0
 }
 
 // stopWatch stops the peer watcher and waits for it; idempotent.
