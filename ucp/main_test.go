@@ -140,6 +140,10 @@ func world(t testing.TB, n int, role string, cfg Config, env ...string) *node {
 	for r := 1; r < n; r++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), roleEnv+"="+role, rankEnv+"="+strconv.Itoa(r), sizeEnv+"="+strconv.Itoa(n))
+		if os.Getenv("GORACE") == "" {
+			// a race-enabled child would sleep 1 s at exit
+			cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
+		}
 		cmd.Env = append(cmd.Env, env...)
 		cmd.Stderr = os.Stderr
 		inR, inW, err := os.Pipe()
