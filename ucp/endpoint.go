@@ -436,6 +436,11 @@ func (w *Worker) closeEP(ep *Endpoint, force bool, status uct.Status) {
 	for _, r := range ep.inflight.take() {
 		w.complete(r, opErr(kindOp[r.kind], ep.name, status))
 	}
+	for _, r := range w.flushers {
+		if r.ep == ep {
+			w.complete(r, opErr(kindOp[r.kind], ep.name, status))
+		}
+	}
 	w.closeLanes(ep)
 	w.eps[ep.id] = nil
 	if w.byUUID[ep.uuid] == ep {

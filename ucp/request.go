@@ -167,10 +167,15 @@ func (r *Request) Test() (bool, error) {
 	return false, r.takeNotice()
 }
 
+// takeNotice returns the pending-failure notice once; a notice whose
+// failure was acknowledged meanwhile (ResumeMatching, Purge) is dropped.
 func (r *Request) takeNotice() error {
 	r.w.lock()
 	n := r.notice
 	r.notice = nil
+	if n != nil && !r.w.m.Suspended() {
+		n = nil
+	}
 	r.w.unlock()
 	return n
 }

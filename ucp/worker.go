@@ -392,12 +392,12 @@ func (w *Worker) Close() error {
 	for _, ep := range append([]*Endpoint(nil), w.live...) {
 		w.closeEP(ep, true, uct.ErrCanceled)
 	}
-	for {
-		msg := w.m.Probe(0, 0, true)
-		if msg == nil {
-			break
-		}
-		w.freeUnexp(msg.Data.(*unexp))
+	recvs, msgs := w.m.Drain()
+	for _, mr := range recvs {
+		w.complete(mr.Data.(*Request), opErr("tag_recv", "", uct.ErrCanceled))
+	}
+	for _, m := range msgs {
+		w.freeUnexp(m.Data.(*unexp))
 	}
 	for _, r := range append([]*Request(nil), w.flushers...) {
 		w.complete(r, opErr(kindOp[r.kind], "", uct.ErrCanceled))
