@@ -68,7 +68,8 @@ const (
 	tagG                 // survivor -> 0, wildcard receive posted before the death
 	tagS                 // survivor -> 0, numbered stream across the death
 	tagX                 // 0 -> victim, never received
-	tagGo                // 0 -> survivor: start
+	tagGo                // 0 -> survivor: send the S stream
+	tagGo2               // 0 -> survivor: send D, C, G
 	amSent               // survivor -> 0: everything was sent
 )
 
@@ -136,8 +137,8 @@ func errVictim(nd *node) error {
 }
 
 // errSurvivor purges a failed endpoint from its error handler (Suspend
-// mode), and on tagGo sends 100 numbered messages with tag S, then D, C
-// and G, then the AM amSent; then it echoes until tagQuit.
+// mode), and on tagGo sends 100 numbered messages with tag S, on tagGo2
+// D, C and G, then the AM amSent; then it echoes until tagQuit.
 func errSurvivor(nd *node) error {
 	for _, ep := range nd.eps {
 		if ep != nil {
@@ -155,6 +156,9 @@ func errSurvivor(nd *node) error {
 	var reqs []*Request
 	for i := 0; i < 100; i++ {
 		reqs = append(reqs, ep.TagSend(numbered(floodSizes[i%len(floodSizes)], i), mkTag(nd.rank, tagS), nil))
+	}
+	if err := nd.wait(nd.w.TagRecv(nil, mkTag(0, tagGo2), exact, nil)); err != nil {
+		return err
 	}
 	for _, t := range []uint32{tagD, tagC, tagG} {
 		reqs = append(reqs, ep.TagSend([]byte(survivorText(t)), mkTag(nd.rank, t), nil))
@@ -394,6 +398,7 @@ func testErrKill(t *testing.T, tls string, c errCase, n int) {
 	}
 
 	if n == 3 {
+		nd.must(nd.wait(nd.eps[2].TagSend(nil, mkTag(0, tagGo2), nil)))
 		nd.progressUntil("the survivor's messages", func() bool { return sent })
 		if suspend {
 			pending(t, "receive from the survivor while suspended", rD)
@@ -527,6 +532,7 @@ func survivorStream(t *testing.T, nd *node, rG *Request, bufG []byte) {
 	rD := w.TagRecv(bufD, mkTag(2, tagD), exact, nil)
 	rC := w.TagRecv(bufC, mkTag(2, tagC), exact, nil)
 	nd.must(nd.wait(nd.eps[2].TagSend(nil, mkTag(0, tagGo), nil)))
+	nd.must(nd.wait(nd.eps[2].TagSend(nil, mkTag(0, tagGo2), nil)))
 	for i, r := range rS {
 		nd.must(nd.wait(r))
 		ln := max(floodSizes[i%6], 8)
