@@ -35,6 +35,9 @@
 // from Progress (never inside the call that started the operation), and
 // Release returns it to the worker's pool.
 //
+// TagSendSync is a synchronous send (MPI_Ssend): it always takes the
+// rendezvous protocol, so it completes only after a receive matched it.
+//
 // Tag protocols by size, on the endpoint's AM lane: eager short (one
 // AMShort, up to the lane's short limit minus 4 bytes or ShortThresh),
 // eager bcopy, eager zcopy (from ZcopyThresh), and rendezvous (from

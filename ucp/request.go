@@ -83,6 +83,7 @@ type Request struct {
 	amHdr   []byte
 	slot    uint64 // rendezvous slot (0: none)
 	closing bool   // kFlush that closes the endpoint afterwards
+	sync    bool   // kTagSend: synchronous (always rendezvous)
 	flushN  int    // uct lane flushes outstanding
 	rndvLen int    // receive: message length announced by RTS
 	rndvSrc *Endpoint

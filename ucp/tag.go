@@ -58,6 +58,12 @@ func (ep *Endpoint) TagSend(buf []byte, tag uint64, p *Params) *Request {
 func (ep *Endpoint) sendTag(r *Request) error {
 	n := len(r.buf)
 	ln := &ep.lanes[ep.amLane]
+	if r.sync {
+		if ep.rmaLane < 0 {
+			return fmt.Errorf("synchronous send needs a lane with get and put: %w", uct.ErrUnsupported)
+		}
+		return ep.sendRTS(r)
+	}
 	if n <= ep.shortMax {
 		b := ep.scratch[:4+n]
 		le.PutUint32(b, ep.rid)
