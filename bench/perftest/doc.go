@@ -37,9 +37,11 @@
 // bandwidth tests (am_bw, put_bw, get_bw, tag_bw, ucp_put_bw, ucp_get,
 // ucp_am_bw) keep up to -O operations outstanding and end with a flush.
 // put_lat and ucp_put_lat poll the last byte of their own buffer, as
-// ucx_perftest does, so they cannot sleep (-E sleep is refused). The ucp
-// tests run over a context with only the -x transport. tag_sync_lat is
-// listed but refused: package ucp has no synchronous tag send yet.
+// ucx_perftest does, so they cannot sleep (-E sleep is refused).
+// tag_sync_lat is tag_lat with ucp.Endpoint.TagSendSync, which completes
+// only once the peer matched the message. The ucp tests run over a
+// context with only the -x transport. Endpoints use a 30 s transport
+// timeout, so that an overloaded machine does not fail a run.
 //
 // Every measured iteration is timestamped into preallocated memory, so
 // besides ucx_perftest's columns (iterations; latency average and
@@ -59,6 +61,5 @@
 // else over lo (UCGO_PERFTEST_NO_NETNS=1 asks for lo as root too). rc
 // binds a UDP port the kernel picks, which its iface address carries, so
 // several processes can share a host's address (mpiexec -n 2 on one
-// host). The ucp tests do not run over rc yet: package ucp has no rc
-// lanes.
+// host).
 package main

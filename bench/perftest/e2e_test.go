@@ -170,12 +170,12 @@ func TestLocalSleepTableCSV(t *testing.T) {
 	}
 }
 
-// Every uct test over rc in local mode: as root between two network
+// Every test over rc in local mode: as root between two network
 // namespaces, and once over lo as without root. Short runs.
 func TestLocalRC(t *testing.T) {
 	bin := buildBinary(t)
 	for _, tc := range tests {
-		if tc.available() != nil || tc.level != levelUCT {
+		if tc.available() != nil {
 			continue
 		}
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,8 +210,6 @@ func TestLocalUnavailable(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"-l", "-t", "tag_sync_lat"}, 1, "no synchronous tag send"},
-		{[]string{"-l", "-t", "tag_lat", "-x", "rc"}, 1, "tag_lat over rc: " + ucpRCMissing},
 		{[]string{"-l", "-t", "tag_lat", "-e", "failover"}, 1, "ucp has no failover yet"},
 		{[]string{"-l", "-t", "am_lat", "-e", "failover"}, 2, "uct never fails over"},
 		{[]string{"-l", "-t", "am_lat", "-s", "1m", "-n", "10"}, 2, "exceeds the iface's limit"},
@@ -225,36 +223,25 @@ func TestLocalUnavailable(t *testing.T) {
 	}
 }
 
-// Every available test under "mpiexec -n 2" (MPICH's hydra, PMI-1).
-func TestMPIExecAllTests(t *testing.T) {
+// Under "mpiexec -n 2" (MPICH's hydra, PMI-1): a uct and a ucp test over
+// shm and over rc (every test runs in local mode above; the ranks differ
+// only in how they meet).
+func TestMPIExec(t *testing.T) {
 	mpiexec, err := exec.LookPath("mpiexec")
 	if err != nil {
 		t.Skip("mpiexec not installed (Debian package mpich)")
 	}
 	bin := buildBinary(t)
-	for _, tc := range tests {
-		if tc.available() != nil {
-			continue
-		}
-		t.Run(tc.name, func(t *testing.T) {
-			sizes := []int{8, 4096}
-			if tc.fixedSize > 0 {
-				sizes = []int{tc.fixedSize}
-			}
-			out, errOut, code := runBinary(t, mpiexec, "-n", "2", bin, "-t", tc.name, "-s", "8,4096", "-n", "1000", "-w", "100", "--json")
+	for _, c := range []struct{ transport, test string }{
+		{"shm", "am_lat"}, {"shm", "tag_bw"}, {"rc", "put_bw"}, {"rc", "tag_lat"},
+	} {
+		t.Run(c.transport+"/"+c.test, func(t *testing.T) {
+			out, errOut, code := runBinary(t, mpiexec, "-n", "2", bin, "-x", c.transport, "-t", c.test, "-s", "8,4096", "-n", "200", "-w", "20", "--json")
 			if code != 0 {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 			}
-			checkJSON(t, tc.name, sizes, out)
+			checkRunJSON(t, c.test, c.transport, 200, []int{8, 4096}, out)
 		})
-	}
-	// rc between the two ranks (on one host: over its first netdev).
-	for _, name := range []string{"am_lat", "put_bw"} {
-		out, errOut, code := runBinary(t, mpiexec, "-n", "2", bin, "-x", "rc", "-t", name, "-s", "8,4096", "-n", "200", "-w", "20", "--json")
-		if code != 0 {
-			t.Fatalf("rc %s: exit %d\nstdout:\n%s\nstderr:\n%s", name, code, out, errOut)
-		}
-		checkRunJSON(t, name, "rc", 200, []int{8, 4096}, out)
 	}
 	// Ranks that disagree on the command line refuse to run.
 	out, errOut, code := runBinary(t, mpiexec, "-n", "1", bin, "-t", "am_lat", "-n", "10", ":", "-n", "1", bin, "-t", "am_lat", "-n", "20")

@@ -86,8 +86,6 @@ func TestCheckRunnable(t *testing.T) {
 		msg  string
 		is   error
 	}{
-		{[]string{"-l", "-t", "tag_sync_lat"}, "no synchronous tag send", errUnavailable},
-		{[]string{"-l", "-t", "ucp_am_bw", "-x", "rc"}, ucpRCMissing, errUnavailable},
 		{[]string{"-l", "-t", "tag_lat", "-e", "failover"}, "ucp has no failover yet", errUnavailable},
 		{[]string{"-l", "-t", "am_lat", "-e", "failover"}, "uct never fails over", errUsage},
 		{[]string{"-l", "-t", "put_lat", "-E", "sleep"}, "use -E poll", errUsage},
@@ -113,7 +111,7 @@ func TestCheckRunnable(t *testing.T) {
 			t.Errorf("test %s (level %d): checkRunnable = %v", tc.name, tc.level, err)
 		}
 	}
-	for _, a := range [][]string{{"-l", "-t", "am_lat", "-x", "rc"}, {"-l", "-t", "tag_lat"}, {"-l", "-t", "ucp_am_bw", "-e", "peer", "-E", "sleep", "-C"}} {
+	for _, a := range [][]string{{"-l", "-t", "am_lat", "-x", "rc"}, {"-l", "-t", "tag_lat"}, {"-l", "-t", "ucp_am_bw", "-e", "peer", "-E", "sleep", "-C"}, {"-l", "-t", "tag_sync_lat", "-x", "rc"}} {
 		cfg, err := parseFlags(a, io.Discard)
 		if err == nil {
 			_, err = checkRunnable(cfg)

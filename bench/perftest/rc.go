@@ -12,9 +12,6 @@ import (
 	"github.com/ucgo/ucgo/uct"
 )
 
-// ucpRCMissing says why the ucp tests do not run over rc.
-const ucpRCMissing = "package ucp has no rc lanes yet"
-
 // noNetnsEnv, when set to 1, makes -l -x rc run over loopback even as root.
 const noNetnsEnv = "UCGO_PERFTEST_NO_NETNS"
 

@@ -34,9 +34,6 @@ func checkRunnable(cfg *config) (*testDef, error) {
 		}
 		return nil, fmt.Errorf("-e failover: ucp has no failover yet (package failover is not written); use -e none or -e peer: %w", errUnavailable)
 	}
-	if t.level == levelUCP && tr.ucpMissing != "" {
-		return nil, fmt.Errorf("test %s over %s: %s: %w", t.name, tr.name, tr.ucpMissing, errUnavailable)
-	}
 	if t.rmaPoll && cfg.Wait == "sleep" {
 		return nil, fmt.Errorf("%w: %s polls memory written by the peer, which wakes no one; use -E poll", errUsage, t.name)
 	}

@@ -20,6 +20,13 @@ const (
 	amDone = 3 // end of a phase
 )
 
+// epTimeout is the transports' endpoint timeout (rc: about half of it is
+// spent in retransmissions before retry exceeded): long, so that a
+// benchmark on an overloaded machine does not fail when a side is starved
+// of CPU for seconds. A dead peer is still seen at once (rc: the
+// connection manager's link ends).
+const epTimeout = 30 * time.Second
+
 // stallTimeout bounds one wait of the polling loop (one iteration, one
 // flush) before the run is declared stuck.
 const stallTimeout = 60 * time.Second
@@ -204,7 +211,7 @@ func (s *session) connect(peer setup) error {
 		return fmt.Errorf("peer rkey: %w", err)
 	}
 	s.raddr = peer.MemAddr
-	if s.ep, err = s.it.Connect(peer.Addr, uct.EPParams{}); err != nil {
+	if s.ep, err = s.it.Connect(peer.Addr, uct.EPParams{Timeout: epTimeout}); err != nil {
 		return fmt.Errorf("connect to peer: %w", err)
 	}
 	return nil

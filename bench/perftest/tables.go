@@ -26,9 +26,6 @@ type transportDef struct {
 	// local prepares where the two processes of -l run; nil: both on
 	// loopback in this network namespace.
 	local func(cfg *config) (localPlan, error)
-	// ucpMissing, when set, says why the ucp tests cannot use this
-	// transport yet.
-	ucpMissing string
 }
 
 // localPlan says how -l starts the server and where the client runs.
@@ -53,7 +50,7 @@ var transports = []transportDef{
 	{name: "shm", desc: "shared memory between processes of one host",
 		open: func(*config) (uct.Component, error) { return shm.New(), nil }},
 	{name: "rc", desc: "RDMA reliable connection over the user-space RoCEv2 provider (-d netdev)",
-		open: openRC, local: localRC, ucpMissing: ucpRCMissing},
+		open: openRC, local: localRC},
 }
 
 func findTransport(name string) *transportDef {
@@ -122,8 +119,7 @@ var tests = []testDef{
 
 	{name: "tag_lat", level: levelUCP, kind: pingPong, desc: "tag send/receive latency (ping-pong)", urun: tagLat},
 	{name: "tag_bw", level: levelUCP, kind: stream, desc: "tag send/receive bandwidth / message rate", urun: tagBW},
-	{name: "tag_sync_lat", level: levelUCP, kind: pingPong, desc: "synchronous tag send latency (ping-pong)",
-		missing: "package ucp has no synchronous tag send yet (ucp_tag_send_sync_nbx)"},
+	{name: "tag_sync_lat", level: levelUCP, kind: pingPong, desc: "synchronous tag send latency (ping-pong)", urun: tagSyncLat},
 	{name: "ucp_put_lat", level: levelUCP, kind: pingPong, desc: "ucp put latency (ping-pong, polling the last byte)", urun: ucpPutLat, rmaPoll: true},
 	{name: "ucp_put_bw", level: levelUCP, kind: stream, desc: "ucp put bandwidth / message rate", urun: ucpPutBW},
 	{name: "ucp_get", level: levelUCP, kind: stream, desc: "ucp get bandwidth / message rate", urun: ucpGet},
@@ -176,11 +172,8 @@ func testList() string {
 	b.WriteString("transports:\n")
 	for _, t := range transports {
 		note := ""
-		switch {
-		case t.open == nil:
+		if t.open == nil {
 			note = " [" + t.missing + "]"
-		case t.ucpMissing != "":
-			note = " [uct tests only: " + t.ucpMissing + "]"
 		}
 		fmt.Fprintf(&b, "  %-13s %s%s\n", t.name, t.desc, note)
 	}

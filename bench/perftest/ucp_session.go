@@ -112,7 +112,7 @@ func (s *ucpSession) connect(peer setup) error {
 	if peer.MemLen < uint64(s.dataLen) {
 		return fmt.Errorf("peer buffer of %d bytes, need %d: %w", peer.MemLen, s.dataLen, ErrFormat)
 	}
-	p := ucp.EPParams{}
+	p := ucp.EPParams{Timeout: uct.EPParams{Timeout: epTimeout}}
 	if s.cfg.ErrMode == "peer" {
 		p.ErrorHandler = s.onError
 	}

@@ -1,6 +1,10 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ucgo/ucgo/ucp"
+)
 
 // The ucp tests. As the uct tests, each runs iters iterations on both
 // sides; the initiator marks every iteration, the responder serves, and
@@ -8,11 +12,19 @@ import "fmt"
 
 // tagLat: ping-pong of tagged messages; each side posts its receive
 // before the message can arrive.
-func tagLat(s *ucpSession, size, iters int) error {
+func tagLat(s *ucpSession, size, iters int) error { return tagPingPong(s, size, iters, s.ep.TagSend) }
+
+// tagSyncLat: tagLat with synchronous sends, which complete only once the
+// peer's receive matched them.
+func tagSyncLat(s *ucpSession, size, iters int) error {
+	return tagPingPong(s, size, iters, s.ep.TagSendSync)
+}
+
+func tagPingPong(s *ucpSession, size, iters int, send func([]byte, uint64, *ucp.Params) *ucp.Request) error {
 	for i := 0; i < iters; i++ {
 		rr := s.w.TagRecv(s.dst[:size], tagData, s.mask, nil)
 		if s.initiator {
-			if err := s.wait(s.ep.TagSend(s.src[:size], tagData, nil)); err != nil {
+			if err := s.wait(send(s.src[:size], tagData, nil)); err != nil {
 				rr.Cancel()
 				rr.Release()
 				return fmt.Errorf("tag send: %w", err)
@@ -25,7 +37,7 @@ func tagLat(s *ucpSession, size, iters int) error {
 			if err := s.wait(rr); err != nil {
 				return fmt.Errorf("tag receive: %w", err)
 			}
-			if err := s.wait(s.ep.TagSend(s.src[:size], tagData, nil)); err != nil {
+			if err := s.wait(send(s.src[:size], tagData, nil)); err != nil {
 				return fmt.Errorf("tag send: %w", err)
 			}
 		}
