@@ -7,10 +7,10 @@ import (
 )
 
 const (
-	tagSync  = 10 // the synchronous message
-	tagGo    = 11 // parent → child: 8 bytes, the size to send
-	tagQuery = 12 // parent → child: has your synchronous send completed?
-	tagReply = 13 // child → parent: 0 posted, 1 pending, 2 done, 3 failed
+	tagSyncMsg   = 10 // the synchronous message
+	tagSyncGo    = 11 // parent → child: 8 bytes, the size to send
+	tagSyncQuery = 12 // parent → child: has your synchronous send completed?
+	tagSyncReply = 13 // child → parent: 0 posted, 1 pending, 2 done, 3 failed
 )
 
 func init() {
@@ -19,7 +19,7 @@ func init() {
 	// done, until tagQuit.
 	childRoles["ssend"] = func(nd *node) error {
 		ep := nd.eps[0]
-		reply := func(b byte) error { return nd.wait(ep.TagSend([]byte{b}, mkTag(nd.rank, tagReply), nil)) }
+		reply := func(b byte) error { return nd.wait(ep.TagSend([]byte{b}, mkTag(nd.rank, tagSyncReply), nil)) }
 		var n [8]byte
 		for {
 			r := nd.w.TagRecv(n[:], 0, 0, nil)
@@ -29,12 +29,12 @@ func init() {
 			if uint32(r.Info().Tag) == tagQuit {
 				return nil
 			}
-			s := ep.TagSendSync(pattern(int(binary.LittleEndian.Uint64(n[:])), 7), mkTag(nd.rank, tagSync), nil)
+			s := ep.TagSendSync(pattern(int(binary.LittleEndian.Uint64(n[:])), 7), mkTag(nd.rank, tagSyncMsg), nil)
 			if err := reply(0); err != nil {
 				return err
 			}
 			for {
-				if err := nd.wait(nd.w.TagRecv(nil, mkTag(0, tagQuery), exact, nil)); err != nil {
+				if err := nd.wait(nd.w.TagRecv(nil, mkTag(0, tagSyncQuery), exact, nil)); err != nil {
 					return err
 				}
 				state := byte(1)
@@ -71,7 +71,7 @@ func TestTagSendSync(t *testing.T) {
 			var state [1]byte
 			ask := func(tag uint32) byte {
 				t.Helper()
-				r := nd.w.TagRecv(state[:], mkTag(1, tagReply), exact, nil)
+				r := nd.w.TagRecv(state[:], mkTag(1, tagSyncReply), exact, nil)
 				nd.must(nd.wait(ep.TagSend(nil, mkTag(0, tag), nil)))
 				nd.must(nd.wait(r))
 				return state[0]
@@ -79,24 +79,24 @@ func TestTagSendSync(t *testing.T) {
 			for _, n := range []int{0, 8, 1000, 70000} {
 				var b [8]byte
 				binary.LittleEndian.PutUint64(b[:], uint64(n))
-				r := nd.w.TagRecv(state[:], mkTag(1, tagReply), exact, nil)
-				nd.must(nd.wait(ep.TagSend(b[:], mkTag(0, tagGo), nil)))
+				r := nd.w.TagRecv(state[:], mkTag(1, tagSyncReply), exact, nil)
+				nd.must(nd.wait(ep.TagSend(b[:], mkTag(0, tagSyncGo), nil)))
 				nd.must(nd.wait(r))
 				// The reply was sent after the synchronous message, on the
 				// same lane: its announcement is here, unexpected.
-				if _, ok := nd.w.TagProbe(mkTag(1, tagSync), exact, false); !ok {
+				if _, ok := nd.w.TagProbe(mkTag(1, tagSyncMsg), exact, false); !ok {
 					t.Fatalf("size %d: no unexpected synchronous message", n)
 				}
-				if st := ask(tagQuery); st != 1 {
+				if st := ask(tagSyncQuery); st != 1 {
 					t.Fatalf("size %d: synchronous send in state %d before any receive matched it, want 1 (pending)", n, st)
 				}
 				in := make([]byte, n+1)
-				rr := nd.w.TagRecv(in, mkTag(1, tagSync), exact, nil)
+				rr := nd.w.TagRecv(in, mkTag(1, tagSyncMsg), exact, nil)
 				nd.must(nd.wait(rr))
 				if got := rr.Info().Length; got != n || !bytes.Equal(in[:n], pattern(n, 7)) {
 					t.Fatalf("size %d: received %d bytes, content equal %v", n, got, bytes.Equal(in[:n], pattern(n, 7)))
 				}
-				for st := ask(tagQuery); st != 2; st = ask(tagQuery) {
+				for st := ask(tagSyncQuery); st != 2; st = ask(tagSyncQuery) {
 					if st != 1 {
 						t.Fatalf("size %d: synchronous send failed after the match", n)
 					}
