@@ -118,6 +118,15 @@ func padFor(n int) int { return -n & 3 }
 // else is a programming error and panics, like an index out of range.
 // Append allocates only if b lacks capacity.
 func Append(b []byte, p *Packet, src, dst netip.AddrPort) []byte {
+	return AppendIPID(b, p, src, dst, 0)
+}
+
+// AppendIPID is [Append] for an IPv4 packet that carries IP ID id (DF
+// set); id is ignored for IPv6. The k-th segment (from 0) of a UDP GSO
+// send (UDP_SEGMENT) on an unconnected IP_PMTUDISC_DO socket carries IP
+// ID k: the kernel numbers the segments from the first one's ID, 0. rxe
+// checks the ICRC over the real IP ID, so each segment needs its own.
+func AppendIPID(b []byte, p *Packet, src, dst netip.AddrPort, id uint16) []byte {
 	n := p.WireLen()
 	start := len(b)
 	b = slices.Grow(b, n)[:start+n]
@@ -126,7 +135,7 @@ func Append(b []byte, p *Packet, src, dst netip.AddrPort) []byte {
 	h := p.HeaderLen()
 	c := copy(out[h:], p.Payload)
 	clear(out[h+c : n-ICRCLen])
-	binary.LittleEndian.PutUint32(out[n-ICRCLen:], ICRC(out, src, dst))
+	binary.LittleEndian.PutUint32(out[n-ICRCLen:], icrc(out, src, dst, id, true))
 	return b
 }
 

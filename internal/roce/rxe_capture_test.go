@@ -68,8 +68,8 @@ func readCapture(t *testing.T, path string) []capturedUDP {
 // packets come from source port 49441 with incrementing IP IDs
 // (0xcb74..., 0x98a6...), the host's with IP ID 0. Every datagram must
 // decode, pass CheckICRC with only its addresses and ports, match the
-// byte-by-byte formula with its real IP ID, and re-encode to the same
-// bytes when the IP ID is 0.
+// byte-by-byte formula with its real IP ID, re-encode to the same bytes
+// with AppendIPID and its IP ID, and with Append when the IP ID is 0.
 func TestRxeCapture(t *testing.T) {
 	pkts := readCapture(t, "testdata/rxe-pingpong.pcap")
 	var fromRxe, fromHost, nonzeroID int
@@ -94,6 +94,12 @@ func TestRxeCapture(t *testing.T) {
 			nonzeroID++
 		} else if re := Append(nil, &p, c.src, c.dst); !bytes.Equal(re, c.payload) {
 			t.Fatalf("datagram %d (IP ID 0): Append gives\n%x\nwant\n%x", i, re, c.payload)
+		}
+		if !c.df {
+			t.Fatalf("datagram %d without DF", i)
+		}
+		if re := AppendIPID(nil, &p, c.src, c.dst, c.ipID); !bytes.Equal(re, c.payload) {
+			t.Fatalf("datagram %d (IP ID %#04x): AppendIPID gives\n%x\nwant\n%x", i, c.ipID, re, c.payload)
 		}
 		if c.src.Port() == 49441 {
 			fromRxe++

@@ -56,7 +56,9 @@ func (d *Device) emit(p *roce.Packet, dst netip.AddrPort) {
 		d.tx.flush(d.sock.fd, &d.ctr)
 		i, _ = d.tx.slot(dst, n)
 	}
-	d.tx.bufs[i] = roce.Append(d.tx.bufs[i], p, d.local, dst)
+	// In a GSO message the kernel gives the k-th segment IP ID k, which
+	// the ICRC covers (rxe checks it).
+	d.tx.bufs[i] = roce.AppendIPID(d.tx.bufs[i], p, d.local, dst, uint16(d.tx.nseg[i]-1))
 }
 
 // Progress runs the engine once: it receives and processes waiting
