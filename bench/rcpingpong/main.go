@@ -76,8 +76,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 }
 
 func printAddr(w io.Writer, which string, d oobexch.Dest) {
-	fmt.Fprintf(w, "  %s address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n",
-		which, d.LID, d.QPN, d.PSN, netip.AddrFrom16(d.GID))
+	// rc_pingpong aligns the two lines: "local address:  LID", "remote address: LID".
+	fmt.Fprintf(w, "  %-15s LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n",
+		which+" address:", d.LID, d.QPN, d.PSN, netip.AddrFrom16(d.GID))
 }
 
 // localGID is the GID advertised: the IPv4-mapped -a address, or all zero
