@@ -181,19 +181,19 @@ func benchTagLatency(b *testing.B, nd *node, size int) {
 // flight; a send completes when the receiver has the data.
 func BenchmarkTagBandwidth(b *testing.B) {
 	for _, m := range benchModes {
-		b.Run(m.name, func(b *testing.B) { benchTagBandwidth(b, benchWorld(b, "sink", m.mode), bwSize) })
+		b.Run(m.name, func(b *testing.B) { benchTagBandwidth(b, benchWorld(b, "sink", m.mode), bwSize, bwWindow) })
 	}
 }
 
-func benchTagBandwidth(b *testing.B, nd *node, size int) {
+func benchTagBandwidth(b *testing.B, nd *node, size, window int) {
 	defer pinCPU(0)()
 	ep, w := nd.eps[1], nd.w
 	buf := pattern(size, 1)
 	tag := mkTag(0, tagBench)
-	var win [bwWindow]*Request
+	win := make([]*Request, window)
 	run := func(n int) {
 		for i := 0; i < n; i++ {
-			k := i % bwWindow
+			k := i % window
 			if r := win[k]; r != nil {
 				spin(w, r)
 				if err := r.Err(); err != nil {
@@ -214,7 +214,7 @@ func benchTagBandwidth(b *testing.B, nd *node, size int) {
 			}
 		}
 	}
-	run(2 * bwWindow)
+	run(2 * window)
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -502,7 +502,7 @@ func (w *Worker) checkFlushers() {
 	fl := w.flushers
 	w.flushers = nil
 	for _, r := range fl {
-		if r.done.Load() {
+		if r.isDone() {
 			continue
 		}
 		ep := r.ep

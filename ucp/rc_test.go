@@ -185,7 +185,7 @@ func BenchmarkTagBandwidthRC(b *testing.B) {
 	for _, m := range benchModes {
 		b.Run(m.name, func(b *testing.B) {
 			nd := netnsWorld(b, "sink", Config{ErrorMode: m.mode}, EnvErrMode+"="+m.mode.String())
-			benchTagBandwidth(b, nd, bwSize)
+			benchTagBandwidth(b, nd, bwSize, bwWindow)
 		})
 	}
 }

@@ -49,8 +49,11 @@ type Params struct {
 // its own status. Release returns it to the worker's pool; after Release
 // the caller must not touch it.
 type Request struct {
-	w    *Worker
+	w *Worker
+	// done is set by complete: done (atomic) in a thread-safe worker,
+	// else fin, so that completing costs no locked instruction.
 	done atomic.Bool
+	fin  bool
 	err  error
 	info Info
 	// notice is ErrProcFailedPending while a posted receive has been told
@@ -158,11 +161,11 @@ func (l *reqList) take() []*Request {
 // receive told of a pending peer failure reports (false,
 // ErrProcFailedPending) once.
 func (r *Request) Test() (bool, error) {
-	if r.done.Load() {
+	if r.isDone() {
 		return true, r.err
 	}
 	r.w.Progress()
-	if r.done.Load() {
+	if r.isDone() {
 		return true, r.err
 	}
 	return false, r.takeNotice()
@@ -182,11 +185,13 @@ func (r *Request) takeNotice() error {
 }
 
 // Done reports whether the request completed (without progressing).
-func (r *Request) Done() bool { return r.done.Load() }
+func (r *Request) Done() bool { return r.isDone() }
+
+func (r *Request) isDone() bool { return r.fin || r.done.Load() }
 
 // Err returns the completion status (nil while pending or on success).
 func (r *Request) Err() error {
-	if r.done.Load() {
+	if r.isDone() {
 		return r.err
 	}
 	return nil
@@ -205,7 +210,7 @@ func (r *Request) UserData() any { return r.user }
 func (r *Request) Wait(ctx context.Context) error {
 	spins := 0
 	for {
-		if r.done.Load() {
+		if r.isDone() {
 			return r.err
 		}
 		if n := r.takeNotice(); n != nil {
@@ -215,7 +220,7 @@ func (r *Request) Wait(ctx context.Context) error {
 			spins = 0
 			continue
 		}
-		if r.done.Load() {
+		if r.isDone() {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
@@ -240,7 +245,7 @@ func (r *Request) Cancel() bool {
 	w := r.w
 	w.lock()
 	defer w.unlock()
-	if r.done.Load() {
+	if r.isDone() {
 		return false
 	}
 	switch {
@@ -273,7 +278,7 @@ func (r *Request) Release() {
 	if r.released {
 		return
 	}
-	if !r.done.Load() || r.cb != nil && r.list == &w.doneq {
+	if !r.isDone() || r.cb != nil && r.list == &w.doneq {
 		r.autoRel = true
 		return
 	}
@@ -313,7 +318,7 @@ func (w *Worker) putReq(r *Request) {
 // complete finishes r with err (lock held). The callback is queued for the
 // end of Progress.
 func (w *Worker) complete(r *Request, err error) {
-	if r.done.Load() {
+	if r.isDone() {
 		return
 	}
 	if r.list != nil {
@@ -334,7 +339,11 @@ func (w *Worker) complete(r *Request, err error) {
 	r.err = err
 	r.notice = nil
 	r.buf, r.iov[0] = nil, nil
-	r.done.Store(true)
+	if w.safe {
+		r.done.Store(true)
+	} else {
+		r.fin = true
+	}
 	if r.kind == kCtl {
 		w.putReq(r)
 		return
@@ -355,7 +364,7 @@ func (r *Request) onComp(c *uct.Completion) {
 	defer w.unlock()
 	err := c.Status
 	c.Status = nil
-	if r.done.Load() {
+	if r.isDone() {
 		return
 	}
 	if err != nil {
