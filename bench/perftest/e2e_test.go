@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -247,5 +251,78 @@ func TestMPIExec(t *testing.T) {
 	out, errOut, code := runBinary(t, mpiexec, "-n", "1", bin, "-t", "am_lat", "-n", "10", ":", "-n", "1", bin, "-t", "am_lat", "-n", "20")
 	if code != 2 || !strings.Contains(errOut, "rank 0 runs") || !strings.Contains(errOut, "rank 1 runs") {
 		t.Errorf("mismatched ranks: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// A server and a client started apart (no -l): with -e peer, SIGKILL of
+// the server in the middle of a run ends the client's run with the failed
+// operation's status, at uct and ucp level, over shm and rc.
+func TestServerKilled(t *testing.T) {
+	bin := buildBinary(t)
+	for _, c := range []struct{ transport, test string }{
+		{"shm", "put_bw"}, {"shm", "tag_bw"}, {"rc", "put_bw"}, {"rc", "tag_bw"},
+	} {
+		t.Run(c.transport+"/"+c.test, func(t *testing.T) {
+			srv := exec.Command(bin, "-p", "0")
+			srvErr, err := srv.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				srv.Process.Kill()
+				srv.Wait()
+			}()
+			rd := bufio.NewReader(srvErr)
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				t.Fatalf("server: %v", err)
+			}
+			go io.Copy(io.Discard, rd)
+			_, port, _ := net.SplitHostPort(strings.TrimSpace(strings.TrimPrefix(line, "perftest: waiting for a client on ")))
+			// The first size ends quickly and prints its line; the second
+			// would run for minutes.
+			cli := exec.Command(bin, "-x", c.transport, "-t", c.test, "-e", "peer", "-s", "8,1m", "-n", "200000", "-w", "0", "-p", port, "--json", "127.0.0.1")
+			var cliErr bytes.Buffer
+			cli.Stderr = &cliErr
+			out, err := cli.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cli.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cli.Process.Kill()
+			first, err := bufio.NewReader(out).ReadString('\n')
+			if err != nil {
+				cli.Wait()
+				t.Fatalf("client printed no result: %v\n%s", err, cliErr.String())
+			}
+			checkRunJSON(t, c.test, c.transport, 200000, []int{8}, first)
+			srv.Process.Kill()
+			done := make(chan error, 1)
+			go func() { done <- cli.Wait() }()
+			select {
+			case err = <-done:
+			case <-time.After(2 * time.Minute):
+				t.Fatalf("client still running 2 minutes after its server was killed\n%s", cliErr.String())
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("client: %v, want exit status 1\n%s", err, cliErr.String())
+			}
+			// The failed operation's own status: the peer process failed
+			// (shm), its connection was reset or the QP flushed (rc).
+			msg := cliErr.String()
+			named := false
+			for _, s := range []string{"peer process failed", "connection reset by remote peer", "operation flushed"} {
+				named = named || strings.Contains(msg, s)
+			}
+			if !named {
+				t.Errorf("client's error does not name the peer's failure:\n%s", msg)
+			}
+		})
 	}
 }

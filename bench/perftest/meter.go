@@ -15,6 +15,7 @@ type meter struct {
 	prev     time.Time
 	progress io.Writer // live progress line; nil: off
 	lastTick time.Time
+	tickIter int // iterations done at lastTick
 	size     int
 	iters    int
 	pingPong bool
@@ -24,7 +25,7 @@ type meter struct {
 func (m *meter) start(rec *report.Recorder, size, iters int) time.Time {
 	m.rec, m.size, m.iters = rec, size, iters
 	now := time.Now()
-	m.prev, m.lastTick = now, now
+	m.prev, m.lastTick, m.tickIter = now, now, 0
 	return now
 }
 
@@ -38,7 +39,9 @@ func (m *meter) mark(i int) {
 	m.rec.Add(d)
 	m.prev = now
 	if m.progress != nil && now.Sub(m.lastTick) >= time.Second {
-		m.lastTick = now
-		fmt.Fprintf(m.progress, "\r%s\x1b[K", report.Progress(m.size, i+1, m.iters, float64(d.Nanoseconds()), m.pingPong))
+		// the average iteration since the last line
+		ns := float64(now.Sub(m.lastTick).Nanoseconds()) / float64(i+1-m.tickIter)
+		m.lastTick, m.tickIter = now, i+1
+		fmt.Fprintf(m.progress, "\r%s\x1b[K", report.Progress(m.size, i+1, m.iters, ns, m.pingPong))
 	}
 }

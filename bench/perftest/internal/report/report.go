@@ -263,12 +263,15 @@ func cell(v float64, width, prec int) string {
 	return fmt.Sprintf("%*.0f", width, v)
 }
 
-// Progress formats the live progress line of a running measurement.
-func Progress(size, done, iters int, lastNS float64, pingPong bool) string {
+// Progress formats the live progress line of a running measurement: ns is
+// the average iteration since the previous line, shown as latency (halved
+// for ping-pongs) and message rate.
+func Progress(size, done, iters int, ns float64, pingPong bool) string {
+	rate := perSecond(ns)
 	if pingPong {
-		lastNS /= 2
+		ns /= 2
 	}
-	return fmt.Sprintf("size %d: %d/%d iterations, %.3f usec", size, done, iters, lastNS/1e3)
+	return fmt.Sprintf("size %d: %d/%d iterations, %.3f usec, %.0f msg/s", size, done, iters, ns/1e3, rate)
 }
 
 // finite replaces NaN and infinities (which JSON cannot carry) with 0.

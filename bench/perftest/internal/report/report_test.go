@@ -123,3 +123,12 @@ func TestTableRowWide(t *testing.T) {
 		t.Errorf("row of %d characters, rule of %d", len(row), len(tableRule))
 	}
 }
+
+func TestProgress(t *testing.T) {
+	if got, want := Progress(8, 10, 100, 2000, true), "size 8: 10/100 iterations, 1.000 usec, 500000 msg/s"; got != want {
+		t.Errorf("ping-pong: %q, want %q", got, want)
+	}
+	if got, want := Progress(4096, 5, 9, 250, false), "size 4096: 5/9 iterations, 0.250 usec, 4000000 msg/s"; got != want {
+		t.Errorf("stream: %q, want %q", got, want)
+	}
+}
