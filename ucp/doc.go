@@ -107,6 +107,6 @@
 // (package failover) can move it by re-picking lanes. Progress polls on
 // every call the ifaces that carry a lane, have delivered an event or
 // are cheap to poll (shm); the others (an rc iface of a worker that only
-// talks over shm, whose poll is a system call) every 256 calls and after
-// every Wait.
+// talks over shm, whose poll is a system call) every 16384 calls and
+// after every Wait.
 package ucp

@@ -48,9 +48,12 @@ func (w *Worker) connectLanes(ep *Endpoint, a Address, p EPParams) []error {
 // receive queue (a system call for rc), so Progress only polls every call
 // the ifaces that carry a lane, have delivered an event, are cheap to poll
 // (shared memory) or are the worker's only one; the others are
-// polled every idlePollEvery calls and on the first call after a Wait, so
-// that a connection request arriving on them is still seen.
-const idlePollEvery = 256
+// polled every idlePollEvery calls (about a millisecond of a spinning
+// loop) and on the first call after a Wait, so that a connection request
+// arriving on them is still seen. A poll of an idle rc iface is a
+// recvmmsg that a message arriving meanwhile on the busy lane waits for,
+// so it must be rare.
+const idlePollEvery = 1 << 14
 
 // activate makes Progress poll wi on every call (any goroutine).
 func (wi *wiface) activate() { wi.active.Store(true) }
