@@ -71,8 +71,11 @@ type Config struct {
 
 	// ErrorMode is None (default) or Peer.
 	ErrorMode ErrorMode
-	// KeepaliveInterval is the period of liveness checks in Peer mode
-	// (default 1s; negative disables).
+	// KeepaliveInterval is the period of liveness checks and heartbeats
+	// in Peer mode (default 1s; negative disables). A peer is judged
+	// silent after three of its intervals without a heartbeat, so a peer
+	// that computes without calling Progress for longer needs a longer
+	// interval.
 	KeepaliveInterval time.Duration
 	// MatchingMode is Suspend (default) or NeverSuspend.
 	MatchingMode MatchingMode

@@ -65,7 +65,12 @@
 // uct.ErrCanceled, requests in flight with the transport's status (for a
 // dead peer an error matching uct.ErrPeerFailed). Peer death comes from
 // the transport (shm: pidfd) or from keepalive: every KeepaliveInterval
-// the worker checks the liveness of every lane (uct CheckLiveness).
+// the worker checks the liveness of every lane (uct CheckLiveness) and
+// sends each peer a heartbeat. A peer none of whose heartbeats arrived
+// for three intervals (its own, if longer) is silent: stopped, hung, cut
+// off, or not calling Progress for that long; its endpoint fails with an
+// error matching uct.ErrEndpointTimeout. Peers that send no heartbeats
+// (ErrorModeNone, keepalive disabled) are never judged silent.
 //
 // When an endpoint fails, tag matching is suspended (MatchingSuspend):
 // messages from healthy peers are still accepted and queued as

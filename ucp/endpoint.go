@@ -70,6 +70,11 @@ type Endpoint struct {
 	queue    reqList // not yet sent: wireup not done or back-pressure
 	inflight reqList // sent, waiting for a completion, ATS, RTR or ATP
 
+	// silence detection (keepalive.go)
+	kaHeard  bool   // a heartbeat arrived since the last round
+	kaMissed int    // rounds without one
+	kaPeer   uint32 // the peer's keepalive interval in ms; 0: not armed
+
 	scratch [128]byte
 }
 
@@ -573,9 +578,6 @@ func (w *Worker) onClose(_ any, data []byte, _ uct.AMFlags) {
 		w.failEP(ep, uct.NewOpError("", "close", ep.name, uct.ErrConnectionReset, fmt.Errorf("peer closed the endpoint")))
 	}
 }
-
-// onKeepalive: nothing to do; any message proves the peer alive.
-func (w *Worker) onKeepalive(any, []byte, uct.AMFlags) {}
 
 // Purge shuts ep down after a failure (or at any time) and removes its
 // traces: queued sends complete canceled, receives that can only match it

@@ -741,3 +741,82 @@ const (
 	syscallSIGSTOP = syscall.SIGSTOP
 	syscallSIGCONT = syscall.SIGCONT
 )
+
+func init() {
+	// kaecho: purge failed endpoints from the error handler, echo until
+	// tagQuit.
+	childRoles["kaecho"] = func(nd *node) error {
+		for _, ep := range nd.eps {
+			if ep != nil {
+				ep.params.ErrorHandler = func(ep *Endpoint, _ error) { ep.w.Purge(ep) }
+			}
+		}
+		return childRoles["echo"](nd)
+	}
+}
+
+// armed reports whether silence detection of ep is armed (a heartbeat
+// from its peer arrived).
+func armed(ep *Endpoint) bool {
+	ep.w.lock()
+	defer ep.w.unlock()
+	return ep.kaPeer != 0
+}
+
+// TestErrKeepaliveStopped stops rank 1 with SIGSTOP: pidfd sees a live
+// process and shm's liveness check passes, but the peer is silent, so
+// keepalive fails its endpoint with uct.ErrEndpointTimeout; rank 2 keeps
+// exchanging messages.
+func TestErrKeepaliveStopped(t *testing.T) {
+	for _, tls := range errTLS {
+		t.Run(tls, func(t *testing.T) {
+			// Long enough that a loaded machine does not make a healthy
+			// peer look silent (three missed rounds).
+			const ival = 250 * time.Millisecond
+			c := errCase{cfg: Config{ErrorMode: ErrorModePeer, KeepaliveInterval: ival}}
+			nd := world(t, 3, "kaecho", tlsConfig(t, c.cfg, tls), append(c.env(tls), EnvKeepalive+"="+ival.String())...)
+			ep1, ep2 := nd.eps[1], nd.eps[2]
+			nd.progressUntil("heartbeats from both peers", func() bool { return armed(ep1) && armed(ep2) })
+			rB := nd.w.TagRecv(make([]byte, 8), mkTag(1, tagB), exact, nil)
+			nd.must(nd.procs[1].Process.Signal(syscall.SIGSTOP))
+			nd.progressUntil("the stopped peer's failure", func() bool { return ep1.Err() != nil })
+			failedWith(t, "stopped peer", ep1.Err(), uct.ErrEndpointTimeout)
+			nd.w.Progress()
+			if len(nd.errs) != 1 {
+				t.Fatalf("%d error handler calls", len(nd.errs))
+			}
+			if e := <-nd.errs; e.rank != 1 || !errors.Is(e.err, uct.ErrEndpointTimeout) {
+				t.Fatalf("error handler: rank %d, %v", e.rank, e.err)
+			}
+			toldPending(t, "receive from the stopped peer", rB)
+			nd.w.Purge(ep1)
+			failedWith(t, "receive from the stopped peer", nd.wait(rB), uct.ErrEndpointTimeout)
+			if ep2.Err() != nil {
+				t.Fatalf("healthy peer failed: %v", ep2.Err())
+			}
+			errEcho(t, nd, 2, 50)
+			nd.quit(2)
+			nd.exitOK(2)
+		})
+	}
+}
+
+// TestErrKeepaliveKilled ignores the transport's failure reports, so only
+// keepalive can notice that the SIGKILLed peer is gone.
+func TestErrKeepaliveKilled(t *testing.T) {
+	for _, tls := range errTLS {
+		t.Run(tls, func(t *testing.T) {
+			c := errCase{cfg: Config{ErrorMode: ErrorModePeer, KeepaliveInterval: 50 * time.Millisecond}}
+			nd := world(t, 2, "echo", tlsConfig(t, c.cfg, tls), c.env(tls)...)
+			ep := nd.eps[1]
+			r := nd.w.TagRecv(make([]byte, 8), mkTag(1, tagB), exact, nil)
+			nd.w.ignoreIfaceErrors.Store(true)
+			nd.kill(1)
+			nd.progressUntil("keepalive", func() bool { return ep.Err() != nil })
+			failedWith(t, "killed peer", ep.Err(), uct.ErrPeerFailed)
+			toldPending(t, "receive from the killed peer", r)
+			nd.w.Purge(ep)
+			failedWith(t, "receive from the killed peer", nd.wait(r), uct.ErrPeerFailed)
+		})
+	}
+}

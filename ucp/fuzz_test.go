@@ -39,6 +39,7 @@ func FuzzWire(f *testing.F) {
 	putUserHdr(u, 1, 2, 3)
 	f.Add(uint8(amUser), append(u, 1, 2, 3, 4))
 	f.Add(uint8(amClose), []byte{1, 0, 0, 0})
+	f.Add(uint8(8), []byte{1, 0, 0, 0, 100, 0, 0, 0})
 	f.Add(uint8(100), packBundle([]bundlePart{{"shm", []byte{1, 2}}}))
 	f.Fuzz(func(t *testing.T, id uint8, b []byte) {
 		check := func(err error) {
@@ -46,7 +47,7 @@ func FuzzWire(f *testing.F) {
 				t.Fatalf("error %v does not wrap ErrInvalidParam", err)
 			}
 		}
-		switch id % 8 {
+		switch id % 9 {
 		case 0:
 			m, err := decodeWireup(b)
 			check(err)
@@ -89,6 +90,12 @@ func FuzzWire(f *testing.F) {
 		case 6:
 			_, err := decodeDst(b)
 			check(err)
+		case 8:
+			dst, ms, err := decodeKeepalive(b)
+			check(err)
+			if err == nil && !bytes.Equal(le.AppendUint32(le.AppendUint32(nil, dst), ms), b) {
+				t.Fatal("keepalive round trip")
+			}
 		case 7:
 			ps, err := decodeBundle(b)
 			check(err)

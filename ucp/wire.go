@@ -18,7 +18,7 @@ const (
 	amRTR       = 5 // dst u32, sreq u64, rreq u64, raddr u64, length u64, rkey (u16 + bytes)
 	amATP       = 6 // dst u32, rreq u64, status u8
 	amUser      = 7 // dst u32, id u16, hdrlen u16, hdr, data
-	amKeepalive = 8 // dst u32
+	amKeepalive = 8 // dst u32, the sender's keepalive interval in ms u32
 	amClose     = 9 // dst u32
 )
 
@@ -182,7 +182,16 @@ func decodeUser(b []byte) (dst uint32, id uint16, hdr, data []byte, err error) {
 	return le.Uint32(b), le.Uint16(b[4:]), b[userHdr : userHdr+n], b[userHdr+n:], nil
 }
 
-// decodeDst decodes keepalive and close messages.
+// decodeKeepalive decodes a heartbeat: the receiver's endpoint id and the
+// sender's keepalive interval in milliseconds.
+func decodeKeepalive(b []byte) (dst, ms uint32, err error) {
+	if len(b) != 8 {
+		return 0, 0, errWire("keepalive")
+	}
+	return le.Uint32(b), le.Uint32(b[4:]), nil
+}
+
+// decodeDst decodes close messages.
 func decodeDst(b []byte) (uint32, error) {
 	if len(b) != 4 {
 		return 0, errWire("control")

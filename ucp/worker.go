@@ -95,7 +95,7 @@ type Worker struct {
 	kaDone chan struct{}
 
 	// ignoreIfaceErrors makes the worker rely on keepalive alone (tests).
-	ignoreIfaceErrors bool
+	ignoreIfaceErrors atomic.Bool
 	amDropped         int
 	closed            bool
 }
@@ -278,7 +278,7 @@ func (w *Worker) Wake() {
 
 // onIfaceError receives transport errors (any goroutine).
 func (w *Worker) onIfaceError(_ any, uep uct.Endpoint, err error) {
-	if w.ignoreIfaceErrors || uep == nil {
+	if w.ignoreIfaceErrors.Load() || uep == nil {
 		if uep == nil {
 			slog.Warn("ucp: iface error", "err", err)
 		}
@@ -324,10 +324,11 @@ func (w *Worker) keepaliveTimer(d time.Duration) {
 	}
 }
 
-// keepalive probes every healthy endpoint's lanes (lock held).
+// keepalive judges every healthy endpoint's peer, sends it a heartbeat
+// and probes its lanes (lock held).
 func (w *Worker) keepalive() {
 	for _, ep := range w.live {
-		if ep.err != nil {
+		if ep.err != nil || w.heartbeat(ep) {
 			continue
 		}
 		for i := range ep.lanes {
