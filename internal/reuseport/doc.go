@@ -23,9 +23,11 @@
 // claiming a slot happen under an flock on [PinRoot], so processes that
 // start together race safely. When a member closes, or its process dies,
 // the kernel removes its socket from the array and the slot is free; the
-// last member to Close removes the pins. Pins left by a group whose last
-// member crashed are harmless: a later group on the same key finds an
-// empty array and reuses them.
+// last member to Close removes the pins, and so does a Listen that fails
+// to join a group that has no member. Pins left by a group whose last
+// member crashed are harmless, and do not pile up: every Listen removes
+// the pins of the other groups whose socket array is empty (a later group
+// on the same key would also find an empty array and reuse them).
 //
 // Listen fails with an error wrapping [ErrUnavailable] when eBPF, bpffs
 // or the pin directory is not permitted (not root, no CAP_BPF, read-only

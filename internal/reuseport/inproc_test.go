@@ -266,3 +266,48 @@ func requireRoot(t *testing.T) {
 		t.Skip("needs root: loads eBPF programs, pins them in bpffs, may mount bpffs")
 	}
 }
+
+// TestStalePinsRemoved: a group whose last member died without Close
+// (here: its socket closed behind the Member's back, as when the process
+// is killed) loses its pins at the next Listen on any address, and a
+// Listen that fails to join a group with no member leaves no pins.
+func TestStalePinsRemoved(t *testing.T) {
+	requireRoot(t)
+	lo := netip.MustParseAddr("127.0.0.1")
+	dead, err := Listen(netip.AddrPortFrom(lo, freePort(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	if err := dead.conn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dead.Dir()); err != nil {
+		t.Fatalf("pins of the dead group: %v", err)
+	}
+	m := listen(t, netip.AddrPortFrom(lo, freePort(t)))
+	if _, err := os.Stat(dead.Dir()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("pins of a group without members left after another Listen: %v", err)
+	}
+	if _, err := os.Stat(m.Dir()); err != nil {
+		t.Fatalf("pins of the live group: %v", err)
+	}
+
+	// A socket that does not share the port makes Listen fail in bind.
+	held, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	addr := held.LocalAddr().(*net.UDPAddr).AddrPort()
+	if _, err := Listen(addr); !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("Listen on a port held without SO_REUSEPORT: %v, want EADDRINUSE", err)
+	}
+	dir, err := groupDir(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("failed Listen left pins: %v", err)
+	}
+}

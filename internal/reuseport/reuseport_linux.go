@@ -278,13 +278,42 @@ func Listen(addr netip.AddrPort) (*Member, error) {
 		return nil, classify(err)
 	}
 	defer unlock()
+	sweep(dir)
 	socks, prog, err := openGroup(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer socks.Close()
 	defer prog.Close()
+	m, err := join(addr, dir, socks, prog)
+	if err != nil {
+		// Do not leave the pins of a group that has no member.
+		return nil, multierr.Append(err, removeIfEmpty(dir))
+	}
+	return m, nil
+}
 
+// sweep removes the pins of every group but keep whose socket array is
+// empty: groups whose last member died without Close (SIGKILL), often in
+// a network namespace that is gone. The caller holds the PinRoot lock, so
+// no Listen is between creating a group and claiming its first slot.
+func sweep(keep string) {
+	ents, err := os.ReadDir(PinRoot)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		dir := filepath.Join(PinRoot, e.Name())
+		if dir == keep || !e.IsDir() || !strings.HasPrefix(e.Name(), "reuseport-v1-") {
+			continue
+		}
+		_ = removeIfEmpty(dir) // best effort: a later Listen tries again
+	}
+}
+
+// join binds addr with SO_REUSEPORT, attaches prog and claims a slot in
+// socks. The caller holds the PinRoot lock.
+func join(addr netip.AddrPort, dir string, socks *ebpf.Map, prog *ebpf.Program) (*Member, error) {
 	lc := net.ListenConfig{Control: func(network, address string, c syscall.RawConn) error {
 		var serr error
 		err := c.Control(func(fd uintptr) {
