@@ -51,10 +51,10 @@ func (d *Device) armTimer(qp *QP) {
 // emit appends a packet for dst to the transmit batch.
 func (d *Device) emit(p *roce.Packet, dst netip.AddrPort) {
 	n := p.WireLen()
-	i, ok := d.tx.slot(dst, n)
+	i, ok := d.tx.slot(dst, p.BTH.DestQP, n)
 	if !ok {
 		d.tx.flush(d.sock.fd, &d.ctr)
-		i, _ = d.tx.slot(dst, n)
+		i, _ = d.tx.slot(dst, p.BTH.DestQP, n)
 	}
 	// In a GSO message the kernel gives the k-th segment IP ID k, which
 	// the ICRC covers (rxe checks it).

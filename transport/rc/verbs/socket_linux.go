@@ -85,8 +85,12 @@ const (
 )
 
 // txBatch collects packets and sends them with one sendmmsg. Consecutive
-// packets of equal size to one destination share a message and go out
-// with UDP_SEGMENT (GSO) when the socket supports it.
+// packets of equal size to one destination QP share a message and go out
+// with UDP_SEGMENT (GSO) when the socket supports it. Packets for
+// different QPs never share one: a receiver takes a GSO datagram's
+// segments into the socket its first segment was steered to, and with
+// port 4791 shared between processes (SO_REUSEPORT steering by
+// destination QP) another QP's packets would reach the wrong process.
 type txBatch struct {
 	gso  bool
 	msgs []mmsghdr
@@ -94,6 +98,7 @@ type txBatch struct {
 	bufs [][]byte
 	dst  []unix.RawSockaddrInet4
 	dap  []netip.AddrPort
+	dqp  []uint32 // destination QP of the message's packets
 	ctrl [][]byte
 	seg  []int  // segment size of the message's packets
 	nseg []int  // packets in the message
@@ -115,6 +120,7 @@ func (t *txBatch) init(gso bool) {
 	}
 	t.dst = make([]unix.RawSockaddrInet4, batchLen)
 	t.dap = make([]netip.AddrPort, batchLen)
+	t.dqp = make([]uint32, batchLen)
 	t.ctrl = make([][]byte, batchLen)
 	for i := range t.ctrl {
 		t.ctrl[i] = make([]byte, unix.CmsgSpace(2))
@@ -124,13 +130,13 @@ func (t *txBatch) init(gso bool) {
 	t.shut = make([]bool, batchLen)
 }
 
-// slot returns the buffer to append a packet of wireLen bytes for dst to;
-// the caller appends exactly wireLen bytes and stores it back with put. It
-// returns nil when the batch is full (flush first).
-func (t *txBatch) slot(dst netip.AddrPort, wireLen int) (int, bool) {
+// slot returns the buffer to append a packet of wireLen bytes for QP dqp
+// at dst to; the caller appends exactly wireLen bytes. It returns false
+// when the batch is full (flush first).
+func (t *txBatch) slot(dst netip.AddrPort, dqp uint32, wireLen int) (int, bool) {
 	if t.n > 0 {
 		i := t.n - 1
-		if t.gso && t.dap[i] == dst && !t.shut[i] && t.nseg[i] < gsoMaxSegs &&
+		if t.gso && t.dap[i] == dst && t.dqp[i] == dqp && !t.shut[i] && t.nseg[i] < gsoMaxSegs &&
 			len(t.bufs[i])+wireLen <= gsoMaxLen && wireLen <= t.seg[i] {
 			if wireLen < t.seg[i] {
 				t.shut[i] = true
@@ -146,6 +152,7 @@ func (t *txBatch) slot(dst netip.AddrPort, wireLen int) (int, bool) {
 	t.n++
 	t.bufs[i] = t.bufs[i][:0]
 	t.dap[i] = dst
+	t.dqp[i] = dqp
 	t.dst[i] = sockaddrOf(dst)
 	t.seg[i] = wireLen
 	t.nseg[i] = 1
