@@ -3,6 +3,7 @@ package verbs
 import (
 	"encoding/binary"
 	"testing"
+	"time"
 )
 
 // sizes are the message sizes every operation is checked with.
@@ -157,4 +158,33 @@ func TestLoopbackAtomics(t *testing.T) {
 	if v := binary.NativeEndian.Uint64(b.buf[128:]); v != n {
 		t.Fatalf("counter %d, want %d", v, n)
 	}
+}
+
+// TestDeferredAckBeforeErr: the ACK of a SEND whose receive completed is
+// held back for the receiver's answer; moving the receiving QP to ERR
+// before the next engine pass still sends it, so the sender's SEND
+// completes successfully instead of running out of retries.
+func TestDeferredAckBeforeErr(t *testing.T) {
+	o := rigOpts{retry: 2, noWatchdog: true}
+	a, b := pair(t, o)
+	b.d.Progress() // whatever the move to RTS left to send
+	if _, err := b.qp.PostRecv(RecvWR{ID: 7, SG: []SGE{b.mr.SGE(0, 64)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.qp.PostSend(SendWR{ID: 1, Opcode: WRSend, Flags: SendSignaled, SG: []SGE{a.mr.SGE(0, 8)}}); err != nil {
+		t.Fatal(err)
+	}
+	var wc [1]WC
+	deadline := time.Now().Add(testTimeout)
+	for b.cq.PollNoProgress(wc[:]) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no receive completion")
+		}
+		b.d.Progress()
+	}
+	checkWC(t, wc[0], 7, WCSuccess, WCRecv)
+	if err := b.qp.Modify(&QPAttr{State: QPSErr}, QPAttrState); err != nil {
+		t.Fatal(err)
+	}
+	checkWC(t, poll(t, a.cq, 1, a.d, b.d)[0], 1, WCSuccess, WCSend)
 }

@@ -52,6 +52,13 @@
 // packets to one peer. PostSend builds and sends the new packets before
 // it returns.
 //
+// The ACK of a request that completed a receive (SEND, WRITE with
+// immediate) is deferred: the consumer of the completion usually answers
+// at once, and the ACK then leaves behind the answer in the same
+// sendmmsg. A deferred ACK goes out with the next batch the device
+// sends, at the start of the next engine pass, or before its QP leaves
+// its state, whichever comes first; NextTimeout is zero while one waits.
+//
 // So that a peer is not stalled when the owner stops driving the engine
 // (a process busy elsewhere, a thread blocked in its own wait), a
 // background goroutine wakes every Config.ProgressInterval (2 ms) and

@@ -19,8 +19,72 @@ func (d *Device) markReady(qp *QP) {
 	}
 }
 
+// deferAck holds back the ACK qp's responder just queued for a request
+// that completed a receive: the consumer of that completion is likely to
+// answer, and the ACK then leaves in the same sendmmsg as the answer
+// (after it). A deferred ACK goes out with the next batch the device
+// sends, or at the latest at the start of the next engine pass; the IB
+// spec lets a responder coalesce ACKs, and the requester's ACK timeout
+// (16 ms at the least here, usually far more) is never at risk.
+func (d *Device) deferAck(qp *QP) {
+	if !qp.inAcks {
+		qp.inAcks = true
+		d.acks = append(d.acks, qp)
+	}
+}
+
+// promoteAcks makes every deferred ACK ready for the transmit stage.
+func (d *Device) promoteAcks() {
+	for i, qp := range d.acks {
+		qp.inAcks = false
+		d.markReady(qp)
+		d.acks[i] = nil
+	}
+	d.acks = d.acks[:0]
+}
+
+// rideAcks appends the deferred ACKs to the transmit batch, behind what
+// it already holds.
+func (d *Device) rideAcks() {
+	for i, qp := range d.acks {
+		qp.inAcks = false
+		d.acks[i] = nil
+		if qp.respondLocked(txBudget) == 0 || len(qp.resp.out) > 0 {
+			d.markReady(qp)
+		}
+	}
+	d.acks = d.acks[:0]
+}
+
+// sendDeferredAck sends qp's deferred ACK now, before the QP leaves its
+// state (ERR, RESET, destroy) and its responder output is dropped.
+func (qp *QP) sendDeferredAck() {
+	d := qp.d
+	if !qp.inAcks {
+		return
+	}
+	qp.inAcks = false
+	for i, q := range d.acks {
+		if q == qp {
+			d.acks = append(d.acks[:i], d.acks[i+1:]...)
+			break
+		}
+	}
+	qp.respondLocked(1 << 30)
+	d.tx.flush(d.sock.fd, &d.ctr)
+}
+
 // unready drops qp from the engine's lists (RESET, ERR, destroy).
 func (d *Device) unready(qp *QP) {
+	if qp.inAcks {
+		qp.inAcks = false
+		for i, q := range d.acks {
+			if q == qp {
+				d.acks = append(d.acks[:i], d.acks[i+1:]...)
+				break
+			}
+		}
+	}
 	if qp.inReady {
 		qp.inReady = false
 		for i, q := range d.ready {
@@ -81,6 +145,7 @@ func (d *Device) progressLocked() {
 	}
 	now := d.now()
 	d.lastProg.Store(now)
+	d.promoteAcks()
 	for round := 0; round < maxRxRounds; round++ {
 		n := d.rx.recv(d.sock.fd)
 		for i := 0; i < n; i++ {
@@ -91,6 +156,7 @@ func (d *Device) progressLocked() {
 			break
 		}
 		// Keep ACKs and READ responses flowing during a long burst.
+		d.promoteAcks()
 		d.transmit()
 	}
 	if d.nextTimer != 0 && d.now() >= d.nextTimer {
@@ -115,6 +181,15 @@ func (d *Device) transmit() {
 			d.tx.flush(d.sock.fd, &d.ctr)
 			break
 		}
+	}
+	d.flushTx()
+}
+
+// flushTx sends the transmit batch, with the deferred ACKs riding along
+// if it holds anything.
+func (d *Device) flushTx() {
+	if d.tx.n > 0 && len(d.acks) > 0 {
+		d.rideAcks()
 	}
 	d.tx.flush(d.sock.fd, &d.ctr)
 }
@@ -170,6 +245,9 @@ func (d *Device) handle(b []byte, src netip.AddrPort) {
 func (d *Device) NextTimeout() time.Duration {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if len(d.acks) > 0 {
+		return 0 // the next pass sends them
+	}
 	if d.nextTimer == 0 {
 		return -1
 	}

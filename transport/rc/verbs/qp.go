@@ -141,6 +141,7 @@ type QP struct {
 	// ready / timer list membership
 	inReady bool
 	inTimed bool
+	inAcks  bool // in the device's deferred ACK list
 
 	req  requester
 	resp responder
@@ -451,6 +452,7 @@ func (qp *QP) checkAttrs(a *QPAttr, attrs QPAttrMask) error {
 
 // resetLocked returns the QP to RESET: queues emptied without completions.
 func (qp *QP) resetLocked() {
+	qp.sendDeferredAck()
 	qp.state = QPSReset
 	qp.req.reset()
 	qp.resp.reset()
@@ -465,6 +467,7 @@ func (qp *QP) toErrLocked() {
 	if qp.state == QPSErr {
 		return
 	}
+	qp.sendDeferredAck()
 	qp.state = QPSErr
 	qp.flushLocked()
 }
@@ -516,6 +519,7 @@ func (qp *QP) Close() error {
 		d.mu.Unlock()
 		return nil
 	}
+	qp.sendDeferredAck()
 	qp.destroyed = true
 	qp.state = QPSReset
 	qp.req.reset()

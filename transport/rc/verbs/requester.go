@@ -127,7 +127,7 @@ func (qp *QP) PostSend(wrs ...SendWR) (int, error) {
 	n, err := qp.postSendLocked(wrs)
 	if n > 0 && qp.state == QPSRTS {
 		qp.sendLocked()
-		d.tx.flush(d.sock.fd, &d.ctr)
+		d.flushTx()
 	}
 	return n, err
 }

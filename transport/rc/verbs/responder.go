@@ -155,7 +155,12 @@ func (qp *QP) handleRequest(p *roce.Packet) {
 	r.epsn = roce.PSNAdd(r.epsn, 1)
 	if p.BTH.AckReq {
 		r.queueAck(psn)
-		d.markReady(qp)
+		if (op.IsLast() || op.IsOnly()) && (op.IsSend() || op.HasImm()) {
+			// A receive completed: its consumer may answer at once.
+			d.deferAck(qp)
+		} else {
+			d.markReady(qp)
+		}
 	}
 }
 

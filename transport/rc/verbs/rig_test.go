@@ -44,6 +44,9 @@ type rigOpts struct {
 	rnrTimer uint8
 	maxRd    uint8
 	sigAll   bool
+	// noWatchdog opens the devices without the background progress
+	// goroutine, so that only the test's own calls run the engine.
+	noWatchdog bool
 }
 
 func (o *rigOpts) defaults() {
@@ -78,9 +81,14 @@ func (o *rigOpts) defaults() {
 
 func openDev(t testing.TB, addr string) *Device {
 	t.Helper()
-	d, err := Open(Config{Addr: netip.MustParseAddr(addr), Port: -1})
+	return openDevCfg(t, Config{Addr: netip.MustParseAddr(addr), Port: -1})
+}
+
+func openDevCfg(t testing.TB, cfg Config) *Device {
+	t.Helper()
+	d, err := Open(cfg)
 	if err != nil {
-		t.Fatalf("open %s: %v", addr, err)
+		t.Fatalf("open %s: %v", cfg.Addr, err)
 	}
 	t.Cleanup(func() {
 		if err := d.Close(); err != nil {
@@ -142,8 +150,12 @@ func toRTS(t testing.TB, e, peer *end, o rigOpts, sqPSN, rqPSN uint32) {
 func pair(t testing.TB, o rigOpts) (a, b *end) {
 	t.Helper()
 	o.defaults()
-	da := openDev(t, "127.0.0.1")
-	db := openDev(t, "127.0.0.2")
+	iv := time.Duration(0)
+	if o.noWatchdog {
+		iv = -1
+	}
+	da := openDevCfg(t, Config{Addr: netip.MustParseAddr("127.0.0.1"), Port: -1, ProgressInterval: iv})
+	db := openDevCfg(t, Config{Addr: netip.MustParseAddr("127.0.0.2"), Port: -1, ProgressInterval: iv})
 	a, b = newEnd(t, da, o), newEnd(t, db, o)
 	toRTS(t, a, b, o, o.sqPSN, o.rqPSN)
 	toRTS(t, b, a, o, o.rqPSN, o.sqPSN)
