@@ -1,0 +1,55 @@
+// Command compare runs UCX's ucx_perftest and ucgo's bench/perftest on the
+// same tests, transports and message sizes, prints a table of both tools'
+// figures with their ratios (ucgo/UCX), and plots latency and bandwidth
+// against message size.
+//
+// The one command, from the root of the module (as root, so that rc runs
+// between two network namespaces and ucx-utils can be installed):
+//
+//	go run ./bench/compare -o compare-out
+//
+// writes compare-out/table.md (the table it prints), results.json and
+// results.csv (every figure of both tools) and one SVG per transport
+// (shm.svg, rc.svg): a latency panel (median one-way latency of the
+// latency tests) and a bandwidth panel (overall bandwidth of the bandwidth
+// tests), both log-log against message size, one colour per test, ucgo
+// solid with filled markers, UCX dashed with open ones.
+//
+// Flags: -t tests (default am_lat,am_bw,put_lat,put_bw,tag_lat,tag_bw),
+// -x transports (shm,rc), -s sizes (default 8 B to 1 MiB in powers of
+// four), -n iterations and -w warm-up per size, -max-bytes caps the
+// iterations of large sizes (iterations*size, at least 100 iterations),
+// -O outstanding operations of bandwidth tests (both tools), -o the output
+// folder, -perftest a prebuilt bench/perftest (default: go build it),
+// -ucx the ucx_perftest binary, -no-install.
+//
+// What runs against what:
+//
+//   - ucx_perftest is Debian's (package ucx-utils). When it is missing
+//     and compare runs as root, compare installs it with apt-get; otherwise
+//     it says how.
+//   - Each test, size and tool is its own run: ours is `perftest -l` (both
+//     sides started by perftest; rc between two network namespaces when
+//     root), UCX's is a ucx_perftest server and a client on 127.0.0.1.
+//     Both pin their two processes to the first and the last CPU.
+//   - shm: uct tests against UCX's posix transport (-x posix -d memory),
+//     ucp tests with UCX_TLS=shm.
+//   - rc: there is no RDMA device for UCX here, so UCX runs tcp over
+//     loopback (-x tcp -d lo; UCX_TLS=tcp, UCX_NET_DEVICES=lo), while ours
+//     runs its RoCEv2-over-UDP RC queue pairs between two namespaces.
+//   - uct tests need a data layout in ucx_perftest (-D); compare tries
+//     short, then bcopy, then zcopy, and keeps the first that UCX accepts
+//     for the size (the table names it). Ours picks short, bcopy or zcopy
+//     by size itself.
+//
+// Figures: latency is the median ("typical", ucx_perftest's 50th
+// percentile) one-way latency in µs; bandwidth is the overall MB/s (2^20
+// bytes). For ping-pong tests ours counts a round trip as one message and
+// UCX a one-way message, so compare doubles our rate and bandwidth of
+// ping-pong tests to put them in UCX's terms. Sizes a tool cannot run (say
+// am_lat beyond the transport's AM limit) show "–" and are listed under
+// the table with the tool's message.
+//
+// ucx_perftest's output is decoded by parseUCX (ucxparse.go; fuzz target
+// FuzzParseUCX, real outputs in testdata/).
+package main
