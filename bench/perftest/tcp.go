@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -19,15 +20,20 @@ type tcpOOB struct {
 
 func newTCPOOB(c net.Conn) *tcpOOB { return &tcpOOB{c: c, r: bufio.NewReader(c)} }
 
-func (t *tcpOOB) send(m *message) error { return writeFrame(t.c, m) }
+func (t *tcpOOB) send(m *message) error { return peerGone(writeFrame(t.c, m)) }
+
+// peerGone names an ended connection as the peer's doing.
+func peerGone(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return fmt.Errorf("peer closed the connection: %w", err)
+	}
+	return err
+}
 
 func (t *tcpOOB) recv(want msgKind) (message, error) {
 	m, err := readFrame(t.r)
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return m, fmt.Errorf("peer closed the connection: %w", err)
-		}
-		return m, err
+		return m, peerGone(err)
 	}
 	if m.Kind == kindError {
 		return m, fmt.Errorf("peer: %s", m.Err)
