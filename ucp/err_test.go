@@ -48,12 +48,16 @@ func (c errCase) env(tls string) []string {
 	if c.cfg.MatchingMode == MatchingNeverSuspend {
 		e = append(e, EnvMatchingMode+"=never_suspend")
 	}
+	if c.cfg.RndvScheme == RndvPut {
+		e = append(e, EnvRndvScheme+"=put")
+	}
 	return e
 }
 
 var errCases = []errCase{
 	{"peer-suspend-resume", Config{ErrorMode: ErrorModePeer}, "resume"},
 	{"peer-suspend-purge", Config{ErrorMode: ErrorModePeer}, "purge"},
+	{"peer-suspend-purge-rndvput", Config{ErrorMode: ErrorModePeer, RndvScheme: RndvPut}, "purge"},
 	{"peer-never-suspend", Config{ErrorMode: ErrorModePeer, MatchingMode: MatchingNeverSuspend}, ""},
 	{"none", Config{ErrorMode: ErrorModeNone}, ""},
 }
@@ -240,6 +244,9 @@ func TestErrKill(t *testing.T) {
 	for _, tls := range errTLS {
 		for _, c := range errCases {
 			for _, n := range []int{2, 3} {
+				if c.cfg.RndvScheme == RndvPut && n == 2 {
+					continue
+				}
 				t.Run(fmt.Sprintf("%s/%s/%dproc", tls, c.name, n), func(t *testing.T) {
 					testErrKill(t, tls, c, n)
 				})
@@ -279,6 +286,13 @@ func testErrKill(t *testing.T, tls string, c errCase, n int) {
 		toVictim = append(toVictim, ep1.TagSend(pattern(256<<10, byte(i)), mkTag(0, tagX), nil))
 	}
 	flush := ep1.Flush(nil)
+	// receives of the victim's stream whose rendezvous may be under way
+	var rF []*Request
+	var bufF [][]byte
+	for i := 0; i < 12; i++ {
+		bufF = append(bufF, make([]byte, 70000))
+		rF = append(rF, w.TagRecv(bufF[i], mkTag(1, tagFlood), exact, nil))
+	}
 	// Posted receives: B can only match the victim, G (wildcard) and
 	// S, D (survivor only) wait for the survivor.
 	bufB, bufG, bufD := make([]byte, 64), make([]byte, 64), make([]byte, 64)
@@ -445,6 +459,18 @@ func testErrKill(t *testing.T, tls string, c errCase, n int) {
 			// nothing told the receives that can only match the victim
 			failedWith(t, "receive from the victim after purge", nd.wait(rB), uct.ErrPeerFailed)
 			failedWith(t, "second receive from the victim after purge", nd.wait(rB2), uct.ErrPeerFailed)
+		}
+	}
+	// The victim's stream: every receive completed, the delivered
+	// messages in their places, the others with the victim's failure.
+	for i, r := range rF {
+		seq := 20 + i
+		if err := nd.wait(r); err != nil {
+			failedWith(t, fmt.Sprintf("receive %d of the victim's stream", seq), err, uct.ErrPeerFailed)
+			continue
+		}
+		if binary.LittleEndian.Uint64(bufF[i]) != uint64(seq) || r.Info().Length != max(floodSizes[seq%6], 8) {
+			t.Fatalf("receive %d of the victim's stream: seq %d, length %d", seq, binary.LittleEndian.Uint64(bufF[i]), r.Info().Length)
 		}
 	}
 	// The victim's unexpected messages are gone: only the survivor's C
@@ -649,8 +675,12 @@ func testErrCloseInHandler(t *testing.T, tls string, c errCase, mode CloseMode, 
 // and new operations fail with uct.ErrClosed.
 func TestErrForceClose(t *testing.T) {
 	for _, tls := range errTLS {
-		for _, em := range []ErrorMode{ErrorModePeer, ErrorModeNone} {
-			t.Run(tls+"/"+em.String(), func(t *testing.T) {
+		for _, x := range []struct {
+			em    ErrorMode
+			purge bool
+		}{{ErrorModePeer, false}, {ErrorModeNone, false}, {ErrorModePeer, true}} {
+			em := x.em
+			t.Run(fmt.Sprintf("%s/%s/purge=%v", tls, em, x.purge), func(t *testing.T) {
 				// keepalive off: the stopped peer must not be declared failed
 				c := errCase{cfg: Config{ErrorMode: em, KeepaliveInterval: -1}}
 				nd := world(t, 2, "rma", tlsConfig(t, c.cfg, tls), c.env(tls)...)
@@ -687,10 +717,24 @@ func TestErrForceClose(t *testing.T) {
 						t.Fatalf("rendezvous send %d completed: %v", i, r.Err())
 					}
 				}
-				cl := ep.Close(CloseForce)
-				if !cl.Done() || cl.Err() != nil {
-					t.Fatalf("force close: done %v, %v", cl.Done(), cl.Err())
+				rB := nd.w.TagRecv(make([]byte, 8), mkTag(1, tagB), exact, nil)
+				rW := nd.w.TagRecv(make([]byte, 8), mkTag(0, tagB), anySrc, nil)
+				if x.purge {
+					// Purge of a healthy endpoint: shut down like a
+					// force close, receives that can only match it
+					// canceled, wildcards stay
+					nd.w.Purge(ep)
+					failedWith(t, "receive from the purged peer", rB.Err(), uct.ErrCanceled)
+					pending(t, "wildcard receive", rW)
+				} else {
+					cl := ep.Close(CloseForce)
+					if !cl.Done() || cl.Err() != nil {
+						t.Fatalf("force close: done %v, %v", cl.Done(), cl.Err())
+					}
+					pending(t, "receive from the closed peer", rB)
+					rB.Cancel()
 				}
+				rW.Cancel()
 				for i, r := range reqs {
 					if !r.Done() {
 						t.Fatalf("request %d not completed by force close", i)
@@ -818,5 +862,39 @@ func TestErrKeepaliveKilled(t *testing.T) {
 			nd.w.Purge(ep)
 			failedWith(t, "receive from the killed peer", nd.wait(r), uct.ErrPeerFailed)
 		})
+	}
+}
+
+// TestErrNoSourceMask: without a source-tag mask the worker cannot tell
+// which receives can only match the failed peer, so every receive counts
+// as a wildcard: all are told (Suspend), none is failed for the peer
+// (Purge, NeverSuspend); the peer's unexpected messages are still purged.
+func TestErrNoSourceMask(t *testing.T) {
+	for _, tls := range errTLS {
+		for _, mm := range []MatchingMode{MatchingSuspend, MatchingNeverSuspend} {
+			t.Run(fmt.Sprintf("%s/never=%v", tls, mm == MatchingNeverSuspend), func(t *testing.T) {
+				c := errCase{cfg: Config{ErrorMode: ErrorModePeer, MatchingMode: mm, SourceTagMask: noSrcMask}}
+				nd := world(t, 2, "errkill", tlsConfig(t, c.cfg, tls), c.env(tls)...)
+				w, ep1 := nd.w, nd.eps[1]
+				recvKeys(t, nd, 1)
+				nd.must(nd.wait(w.TagRecv(make([]byte, 70000), mkTag(1, tagFlood), exact, nil)))
+				rB := w.TagRecv(make([]byte, 8), mkTag(1, tagB), exact, nil)
+				rW := w.TagRecv(make([]byte, 8), mkTag(0, tagB), anySrc, nil)
+				nd.kill(1)
+				nd.progressUntil("the failure", func() bool { return ep1.Err() != nil })
+				if mm == MatchingSuspend {
+					toldPending(t, "receive with the victim's tag", rB)
+					toldPending(t, "wildcard receive", rW)
+				}
+				w.Purge(ep1)
+				pending(t, "receive with the victim's tag after purge", rB)
+				pending(t, "wildcard receive after purge", rW)
+				if _, unexp := w.m.Len(); unexp != 0 {
+					t.Fatalf("%d unexpected messages after purge", unexp)
+				}
+				rB.Cancel()
+				rW.Cancel()
+			})
+		}
 	}
 }

@@ -28,6 +28,9 @@ const srcMask = uint64(0xffff) << 32
 
 func mkTag(rank int, t uint32) uint64 { return uint64(rank)<<32 | uint64(t) }
 
+// noSrcMask as Config.SourceTagMask makes world give rank 0 no mask.
+const noSrcMask = ^uint64(0)
+
 const anySrc = ^srcMask // mask for a wildcard-source receive of one tag
 const exact = ^uint64(0)
 
@@ -121,7 +124,12 @@ func (nd *node) connectAll(addrs []string) error {
 // world starts n-1 children running role (with env added) and returns rank 0.
 func world(t testing.TB, n int, role string, cfg Config, env ...string) *node {
 	t.Helper()
-	cfg.SourceTagMask = srcMask
+	switch cfg.SourceTagMask {
+	case 0:
+		cfg.SourceTagMask = srcMask
+	case noSrcMask:
+		cfg.SourceTagMask = 0 // rank 0 does not know where tags carry the rank
+	}
 	ctx, err := newContext(cfg, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
