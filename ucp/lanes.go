@@ -34,7 +34,7 @@ func (w *Worker) connectLanes(ep *Endpoint, a Address, p EPParams) []error {
 					continue
 				}
 				ep.lanes = append(ep.lanes, lane{ep: uep, wi: wi, attr: wi.attr})
-				wi.activate()
+				wi.use()
 			}
 		}
 		if len(ep.lanes) > 0 {
@@ -55,8 +55,12 @@ func (w *Worker) connectLanes(ep *Endpoint, a Address, p EPParams) []error {
 // so it must be rare.
 const idlePollEvery = 1 << 14
 
-// activate makes Progress poll wi on every call (any goroutine).
-func (wi *wiface) activate() { wi.active.Store(true) }
+// use marks wi as carrying traffic: Progress polls it on every call and
+// Wait sleeps on it (any goroutine).
+func (wi *wiface) use() {
+	wi.used.Store(true)
+	wi.active.Store(true)
+}
 
 // progressIfaces runs the transports' progress: the active ifaces, and
 // the idle ones when their turn has come.
@@ -80,7 +84,7 @@ func (w *Worker) progressIfaces() int {
 	for _, wi := range w.ifaces {
 		if !wi.active.Load() {
 			if k := wi.it.Progress(); k > 0 {
-				wi.activate()
+				wi.use()
 				n += k
 			}
 		}
@@ -88,8 +92,8 @@ func (w *Worker) progressIfaces() int {
 	return n
 }
 
-// idleWaitSlice bounds a Wait on the one active iface when other ifaces
-// are idle: after it the next Progress polls them.
+// idleWaitSlice bounds a Wait on the one iface that carries traffic when
+// the worker has others: after it the next Progress polls them.
 const idleWaitSlice = 50 * time.Millisecond
 
 // waitIfaces sleeps on the armed ifaces until one has an event or ctx
@@ -103,7 +107,7 @@ func (w *Worker) waitIfaces(ctx context.Context) {
 	var act *wiface
 	nact := 0
 	for _, wi := range w.ifaces {
-		if wi.active.Load() {
+		if wi.used.Load() {
 			act = wi
 			nact++
 		}
@@ -114,8 +118,8 @@ func (w *Worker) waitIfaces(ctx context.Context) {
 		cancel()
 		return
 	}
-	// Several (or no) active ifaces: sleep on each in turn for a short
-	// slice.
+	// Several ifaces (or none) carry traffic: sleep on each in turn for
+	// a short slice.
 	for _, wi := range w.ifaces {
 		c, cancel := context.WithTimeout(ctx, time.Millisecond)
 		wi.it.Wait(c)

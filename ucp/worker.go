@@ -24,6 +24,7 @@ type wiface struct {
 	it     uct.Iface
 	attr   uct.IfaceAttr
 	active atomic.Bool // polled on every Progress (lanes.go)
+	used   atomic.Bool // carries a lane or delivered an event
 }
 
 type asyncErr struct {
@@ -129,7 +130,7 @@ func (c *Context) NewWorker() (*Worker, error) {
 	}
 	for _, wi := range w.ifaces {
 		if len(w.ifaces) == 1 || wi.attr.Cap.Has(uct.CapSharedMemory) {
-			wi.activate() // polling them is cheap
+			wi.active.Store(true) // polling them is cheap
 		}
 	}
 	w.addr = a.Pack()
