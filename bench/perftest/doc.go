@@ -2,7 +2,7 @@
 // latency, bandwidth and message rate between two processes, at the uct
 // level (active messages, puts, gets and atomics on one transport) and at
 // the ucp level (tag matching, RMA with packed remote keys, active
-// messages).
+// messages, atomics).
 //
 // Usage:
 //
@@ -31,11 +31,12 @@
 // wire.go; decodeMessage has a fuzz target). Before each size both sides
 // meet at a barrier, run the warm-up iterations, then the measured ones.
 //
-// Latency tests (am_lat, put_lat, add_lat, tag_lat, ucp_put_lat,
-// ucp_am_lat) are ping-pongs and report one-way latency, half the round
-// trip; fadd and cswap report the round trip of one fetching atomic;
-// bandwidth tests (am_bw, put_bw, get_bw, tag_bw, ucp_put_bw, ucp_get,
-// ucp_am_bw) keep up to -O operations outstanding and end with a flush.
+// Latency tests (am_lat, put_lat, add_lat, tag_lat, tag_sync_lat,
+// ucp_put_lat, ucp_am_lat) are ping-pongs and report one-way latency, half
+// the round trip; fadd, cswap, ucp_fadd and ucp_cswap report the round
+// trip of one fetching atomic; bandwidth tests (am_bw, put_bw, get_bw,
+// tag_bw, ucp_put_bw, ucp_get, ucp_am_bw, ucp_add) keep up to -O
+// operations outstanding and end with a flush.
 // put_lat and ucp_put_lat poll the last byte of their own buffer, as
 // ucx_perftest does, so they cannot sleep (-E sleep is refused).
 // tag_sync_lat is tag_lat with ucp.Endpoint.TagSendSync, which completes
@@ -51,8 +52,10 @@
 // transport, size, iterations, lat_median_us, lat_avg_us, lat_p99_us,
 // lat_overall_us, bw_avg_mbs, bw_mbs (overall), msg_rate_avg and msg_rate
 // (overall); these names are kept stable for bench/compare. A live
-// progress line is shown for sizes that run longer than a second when
-// stdout is a terminal.
+// progress line (the last second's average latency and message rate) is
+// shown for sizes that run longer than a second when stdout is a
+// terminal. -c pins the process to a CPU; -l pins its two sides to the
+// first and the last CPU.
 //
 // Tests and transports are tables (tables.go). A transport's local plan
 // decides where -l runs the two processes: shm on this host; rc, as root,

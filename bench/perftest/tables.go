@@ -125,6 +125,9 @@ var tests = []testDef{
 	{name: "ucp_get", level: levelUCP, kind: stream, desc: "ucp get bandwidth / message rate", urun: ucpGet},
 	{name: "ucp_am_lat", level: levelUCP, kind: pingPong, desc: "ucp active message latency (ping-pong)", urun: ucpAMLat},
 	{name: "ucp_am_bw", level: levelUCP, kind: stream, desc: "ucp active message bandwidth / message rate", urun: ucpAMBW},
+	{name: "ucp_add", level: levelUCP, kind: stream, desc: "ucp atomic add bandwidth / message rate", fixedSize: 8, urun: ucpAdd},
+	{name: "ucp_fadd", level: levelUCP, kind: oneSided, desc: "ucp atomic fetch-and-add latency / rate", fixedSize: 8, urun: ucpFAdd},
+	{name: "ucp_cswap", level: levelUCP, kind: oneSided, desc: "ucp atomic compare-and-swap latency / rate", fixedSize: 8, urun: ucpCSwap},
 }
 
 func findTest(name string) *testDef {

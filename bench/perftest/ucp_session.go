@@ -50,6 +50,8 @@ type ucpSession struct {
 	recv, done         int // AMs received (ucpAMData, ucpAMDone)
 	recvWant, doneWant int
 	seq                int
+	result             uint64 // fetching atomics
+	cswapOld           uint64
 
 	sleep   bool
 	waitCtx context.Context
@@ -109,8 +111,8 @@ func (s *ucpSession) setup() setup {
 
 // connect connects to the peer's worker and unpacks its key.
 func (s *ucpSession) connect(peer setup) error {
-	if peer.MemLen < uint64(s.dataLen) {
-		return fmt.Errorf("peer buffer of %d bytes, need %d: %w", peer.MemLen, s.dataLen, ErrFormat)
+	if peer.MemLen < uint64(s.dataLen+64) {
+		return fmt.Errorf("peer buffer of %d bytes, need %d: %w", peer.MemLen, s.dataLen+64, ErrFormat)
 	}
 	p := ucp.EPParams{Timeout: uct.EPParams{Timeout: epTimeout}}
 	if s.cfg.ErrMode == "peer" {
@@ -189,6 +191,7 @@ func (s *ucpSession) timer() *meter { return &s.meter }
 func (s *ucpSession) run(size, iters int) error { return s.test.urun(s, size, iters) }
 
 func (s *ucpSession) zero() {
+	// the counters after the data are not cleared: cswap follows them
 	clear(s.buf[:s.dataLen])
 	clear(s.src)
 	clear(s.dst)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ucgo/ucgo/ucp"
+	"github.com/ucgo/ucgo/uct"
 )
 
 // The ucp tests. As the uct tests, each runs iters iterations on both
@@ -210,4 +211,59 @@ func ucpAMBW(s *ucpSession, size, iters int) error {
 		return fmt.Errorf("am send: %w", err)
 	}
 	return s.waitCount(&s.doneWant, &s.done, 1)
+}
+
+// ucpAdd: the initiator streams atomic adds to the peer's counter with up
+// to -O outstanding.
+func ucpAdd(s *ucpSession, _, iters int) error {
+	if s.initiator {
+		for i := 0; i < iters; i++ {
+			if err := s.push(s.ep.AtomicPost(uct.AtomicAdd, 1, s.raddr+uint64(s.dataLen), s.rkey, nil)); err != nil {
+				return fmt.Errorf("atomic add: %w", err)
+			}
+			s.mark(i)
+		}
+	}
+	return s.endOneSided()
+}
+
+// ucpFetch runs one fetching atomic on the peer's second counter to
+// completion.
+func (s *ucpSession) ucpFetch(op uct.AtomicOp, value, compare uint64) error {
+	err := s.wait(s.ep.AtomicFetch(op, value, compare, &s.result, s.raddr+uint64(s.dataLen+8), s.rkey, nil))
+	if err != nil {
+		return fmt.Errorf("atomic fetch: %w", err)
+	}
+	return nil
+}
+
+// ucpFAdd: one fetch-and-add at a time; latency is the full round trip.
+func ucpFAdd(s *ucpSession, _, iters int) error {
+	if s.initiator {
+		for i := 0; i < iters; i++ {
+			if err := s.ucpFetch(uct.AtomicAdd, 1, 0); err != nil {
+				return err
+			}
+			s.mark(i)
+		}
+	}
+	return s.endOneSided()
+}
+
+// ucpCSwap: one compare-and-swap at a time, each expected to succeed.
+func ucpCSwap(s *ucpSession, _, iters int) error {
+	if s.initiator {
+		for i := 0; i < iters; i++ {
+			if err := s.ucpFetch(uct.AtomicCSwap, s.cswapOld+1, s.cswapOld); err != nil {
+				return err
+			}
+			if s.result == s.cswapOld {
+				s.cswapOld++
+			} else {
+				s.cswapOld = s.result
+			}
+			s.mark(i)
+		}
+	}
+	return s.endOneSided()
 }
