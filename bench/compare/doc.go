@@ -19,7 +19,10 @@
 // -x transports (shm,rc), -s sizes (default 8 B to 1 MiB in powers of
 // four), -n iterations and -w warm-up per size, -max-bytes caps the
 // iterations of large sizes (iterations*size, at least 100 iterations),
-// -O outstanding operations of bandwidth tests (both tools), -o the output
+// -r runs of each tool per test and size (default 3; the runs of the two
+// tools alternate and the table shows the median of each figure; a tool
+// that fails its first run is not run again), -O outstanding operations
+// of bandwidth tests (both tools), -o the output
 // folder, -perftest a prebuilt bench/perftest (default: go build it),
 // -ucx the ucx_perftest binary, -no-install.
 //

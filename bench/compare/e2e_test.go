@@ -21,7 +21,7 @@ func TestCompareSmoke(t *testing.T) {
 	}
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"-t", "am_lat,put_bw", "-x", "shm", "-s", "8,1k", "-n", "300", "-w", "10", "-o", out, "-no-install"}, &stdout, &stderr)
+	code := run([]string{"-t", "am_lat,put_bw", "-x", "shm", "-s", "8,1k", "-n", "300", "-w", "10", "-r", "2", "-o", out, "-no-install"}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
 	}
@@ -55,6 +55,9 @@ func TestCompareSmoke(t *testing.T) {
 		}
 		if r.Ours.LatMedian <= 0 || r.UCX.LatMedian <= 0 || r.Ours.BW <= 0 || r.UCX.BW <= 0 {
 			t.Errorf("%s %d: figures not positive: ucgo %+v, UCX %+v", r.Test, r.Size, *r.Ours, *r.UCX)
+		}
+		if len(r.OursRuns) != 2 || len(r.UCXRuns) != 2 {
+			t.Errorf("%s %d: %d and %d runs, want 2 of each", r.Test, r.Size, len(r.OursRuns), len(r.UCXRuns))
 		}
 		if r.UCX.Iterations != 300 {
 			t.Errorf("%s %d: UCX ran %d iterations, want 300", r.Test, r.Size, r.UCX.Iterations)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ type config struct {
 	Warmup     int
 	MaxBytes   int
 	Window     int
+	Repeats    int
 	Out        string
 	Perftest   string
 	UCX        string
@@ -58,6 +60,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.Iters, "n", 10000, "measured iterations per size (see -max-bytes)")
 	fs.IntVar(&c.Warmup, "w", 1000, "warm-up iterations per size (at most a tenth of the measured ones)")
 	maxBytes := fs.String("max-bytes", "256m", fmt.Sprintf("cap iterations so that iterations*size stays below this (not below %d iterations)", minIters))
+	fs.IntVar(&c.Repeats, "r", 3, "runs of each tool per test and size, alternating; the table shows the median of each figure")
 	fs.IntVar(&c.Window, "O", 16, "outstanding operations of bandwidth tests (both tools)")
 	fs.StringVar(&c.Out, "o", "compare-out", "output folder: table.md, results.json, results.csv, one SVG per transport")
 	fs.StringVar(&c.Perftest, "perftest", "", "our perftest binary (default: go build ./bench/perftest)")
@@ -103,8 +106,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return bad("-max-bytes: %q is not one size", *maxBytes)
 	}
 	c.MaxBytes = mb[0]
-	if c.Iters < 1 || c.Warmup < 0 || c.Window < 1 {
-		return bad("-n and -O must be positive, -w not negative")
+	if c.Iters < 1 || c.Warmup < 0 || c.Window < 1 || c.Repeats < 1 {
+		return bad("-n, -r and -O must be positive, -w not negative")
 	}
 	if c.Timeout <= 0 {
 		return bad("-timeout must be positive")
@@ -202,7 +205,7 @@ func compare(cfg *config, stdout, stderr io.Writer) error {
 	if n := runtime.NumCPU(); n > 1 {
 		ucx.cpus = [2]int{0, n - 1} // as perftest -l pins its two sides
 	}
-	res := &results{UCXVersion: ucxVersion(), Started: time.Now().UTC()}
+	res := &results{UCXVersion: ucxVersion(), Repeats: cfg.Repeats, Started: time.Now().UTC()}
 	for _, tr := range cfg.Transports {
 		for _, t := range cfg.Tests {
 			res.Rows = append(res.Rows, compareTest(cfg, ours, ucx, t, tr, stderr)...)
@@ -233,38 +236,91 @@ func compareTest(cfg *config, ours *oursRunner, ucx *ucxRunner, t *testMap, tr *
 			rows = append(rows, r)
 			continue
 		}
-		if f, err := ours.run(t, tr, size, iters, warmup, cfg.Window); err != nil {
-			r.OursErr = err.Error()
-		} else {
-			r.Ours = &f
-		}
-		if t.uct {
-			for ; layout < len(t.layouts); layout++ {
-				f, err := ucx.run(t, tr, t.layouts[layout], size, iters, warmup, cfg.Window)
-				var ue *ucxError
-				if errors.As(err, &ue) && ue.unsupported() && layout+1 < len(t.layouts) {
-					continue
-				}
-				r.UCXLayout = t.layouts[layout]
-				if err != nil {
-					r.UCXErr = err.Error()
-				} else {
-					r.UCX = &f
-				}
+		// The repeats alternate between the tools, so that a busy moment of
+		// the machine does not fall on one tool's runs only.
+		var oursRuns, ucxRuns []figures
+		var oursErrs, ucxErrs []string
+		// A tool that fails its first run (size beyond its limit, say) is
+		// not run again.
+		for rep := 0; rep < cfg.Repeats; rep++ {
+			if rep > 0 && (len(oursRuns) == 0 || len(ucxRuns) == 0) {
 				break
 			}
-			if layout == len(t.layouts) {
-				layout = len(t.layouts) - 1
+			if f, err := ours.run(t, tr, size, iters, warmup, cfg.Window); err != nil {
+				oursErrs = append(oursErrs, err.Error())
+			} else {
+				oursRuns = append(oursRuns, f)
 			}
-		} else if f, err := ucx.run(t, tr, "", size, iters, warmup, cfg.Window); err != nil {
-			r.UCXErr = err.Error()
-		} else {
-			r.UCX = &f
+			var f figures
+			var err error
+			switch {
+			case !t.uct:
+				f, err = ucx.run(t, tr, "", size, iters, warmup, cfg.Window)
+			case r.UCXLayout != "":
+				f, err = ucx.run(t, tr, r.UCXLayout, size, iters, warmup, cfg.Window)
+			default:
+				// Find the layout: the first that UCX accepts at this size.
+				for ; ; layout++ {
+					f, err = ucx.run(t, tr, t.layouts[layout], size, iters, warmup, cfg.Window)
+					var ue *ucxError
+					if errors.As(err, &ue) && ue.unsupported() && layout+1 < len(t.layouts) {
+						continue
+					}
+					r.UCXLayout = t.layouts[layout]
+					break
+				}
+			}
+			if err != nil {
+				ucxErrs = append(ucxErrs, err.Error())
+			} else {
+				ucxRuns = append(ucxRuns, f)
+			}
+		}
+		r.Ours, r.OursErr = summarize(oursRuns, oursErrs)
+		r.UCX, r.UCXErr = summarize(ucxRuns, ucxErrs)
+		if cfg.Repeats > 1 {
+			r.OursRuns, r.UCXRuns = oursRuns, ucxRuns
 		}
 		fmt.Fprintf(log, "compare: %-4s %-8s %8s  ucgo %s  UCX %s\n", tr.name, t.name, sizeName(size), r.brief(r.Ours, r.OursErr, t), r.brief(r.UCX, r.UCXErr, t))
 		rows = append(rows, r)
 	}
 	return rows
+}
+
+// summarize returns the median of each figure over the runs that
+// succeeded, and the errors of the others.
+func summarize(runs []figures, errs []string) (*figures, string) {
+	e := ""
+	if len(errs) > 0 {
+		e = errs[0]
+		if len(runs) > 0 {
+			e = fmt.Sprintf("%d of %d runs failed: %s", len(errs), len(errs)+len(runs), e)
+		}
+	}
+	if len(runs) == 0 {
+		return nil, e
+	}
+	med := func(get func(*figures) float64) float64 {
+		v := make([]float64, len(runs))
+		for i := range runs {
+			v[i] = get(&runs[i])
+		}
+		slices.Sort(v)
+		if n := len(v); n%2 == 0 {
+			return (v[n/2-1] + v[n/2]) / 2
+		}
+		return v[len(v)/2]
+	}
+	return &figures{
+		Iterations: runs[0].Iterations,
+		LatMedian:  med(func(f *figures) float64 { return f.LatMedian }),
+		LatAvg:     med(func(f *figures) float64 { return f.LatAvg }),
+		LatOverall: med(func(f *figures) float64 { return f.LatOverall }),
+		BWAvg:      med(func(f *figures) float64 { return f.BWAvg }),
+		BW:         med(func(f *figures) float64 { return f.BW }),
+		RateAvg:    med(func(f *figures) float64 { return f.RateAvg }),
+		Rate:       med(func(f *figures) float64 { return f.Rate }),
+	}, e
 }
 
 // sizeName prints a size as 8, 4k, 1m.

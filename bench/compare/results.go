@@ -26,11 +26,15 @@ type row struct {
 	UCXLayout  string   `json:"ucx_layout,omitempty"`
 	UCX        *figures `json:"ucx,omitempty"`
 	UCXErr     string   `json:"ucx_error,omitempty"`
+	// With -r > 1, Ours and UCX are the medians of these runs.
+	OursRuns []figures `json:"ucgo_runs,omitempty"`
+	UCXRuns  []figures `json:"ucx_runs,omitempty"`
 }
 
 // results is everything one run of compare measured.
 type results struct {
 	UCXVersion string    `json:"ucx_version"`
+	Repeats    int       `json:"repeats"`
 	Started    time.Time `json:"started"`
 	Finished   time.Time `json:"finished"`
 	Rows       []row     `json:"rows"`
@@ -79,7 +83,7 @@ func svgNames(cfg *config) string {
 // and the overall bandwidth of both tools and their ratios ucgo/UCX.
 func (res *results) markdown(w io.Writer) {
 	fmt.Fprintf(w, "ucgo vs %s; latency: median (typical) one-way µs; bandwidth: overall MB/s (2^20 B);\n", orUCX(res.UCXVersion))
-	fmt.Fprintf(w, "ratio ucgo/UCX: latency < 1 and bandwidth > 1 mean ucgo is faster.\n")
+	fmt.Fprintf(w, "medians of %d alternating runs of each tool; ratio ucgo/UCX: latency < 1 and bandwidth > 1 mean ucgo is faster.\n", res.Repeats)
 	var trs []string
 	for _, r := range res.Rows {
 		if len(trs) == 0 || trs[len(trs)-1] != r.Transport {
