@@ -60,6 +60,26 @@ func (c *Pcap) WritePacket(ts time.Time, src, dst netip.AddrPort, p *Packet) err
 	return c.WriteUDP(ts, src, dst, c.enc)
 }
 
+// WriteFrame writes an Ethernet frame as captured (headers included),
+// for instance one read from an AF_PACKET socket.
+func (c *Pcap) WriteFrame(ts time.Time, frame []byte) error {
+	if len(frame) > pcapSnapLen {
+		return fmt.Errorf("roce: pcap: %d-byte frame too large", len(frame))
+	}
+	n := pcapRecordHdr + len(frame)
+	c.buf = slices.Grow(c.buf[:0], n)[:n]
+	rec := c.buf
+	binary.LittleEndian.PutUint32(rec[0:], uint32(ts.Unix()))
+	binary.LittleEndian.PutUint32(rec[4:], uint32(ts.Nanosecond()/1000))
+	binary.LittleEndian.PutUint32(rec[8:], uint32(len(frame)))
+	binary.LittleEndian.PutUint32(rec[12:], uint32(len(frame)))
+	copy(rec[pcapRecordHdr:], frame)
+	if _, err := c.w.Write(rec); err != nil {
+		return fmt.Errorf("roce: pcap record: %w", err)
+	}
+	return nil
+}
+
 // WriteUDP writes one frame carrying the UDP datagram payload from src
 // to dst. src and dst must both be IPv4 (IPv4-mapped counts as IPv4) or
 // both IPv6.
