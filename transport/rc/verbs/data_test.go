@@ -12,7 +12,10 @@ func sizes(mtu int) []int {
 }
 
 func TestLoopbackOps(t *testing.T) {
-	o := rigOpts{bufSize: 8 << 20}
+	// Only the test drives the engines: the race detector cannot see the
+	// UDP socket order a retransmitted WRITE executed by a background pass
+	// after the test started reading its target.
+	o := rigOpts{bufSize: 8 << 20, noWatchdog: true}
 	a, b := pair(t, o)
 	mtu := MTU1024.Bytes()
 	var id uint64
@@ -74,7 +77,7 @@ func TestLoopbackOps(t *testing.T) {
 }
 
 func TestLoopbackSGEAndInline(t *testing.T) {
-	a, b := pair(t, rigOpts{})
+	a, b := pair(t, rigOpts{noWatchdog: true})
 	fill(a.buf[:4096], 7)
 	// Gather three pieces into one SEND, scatter into two.
 	if _, err := b.qp.PostRecv(RecvWR{ID: 1, SG: []SGE{b.mr.SGE(0, 1000), b.mr.SGE(5000, 2000)}}); err != nil {
@@ -115,7 +118,7 @@ func TestLoopbackSGEAndInline(t *testing.T) {
 }
 
 func TestLoopbackAtomics(t *testing.T) {
-	a, b := pair(t, rigOpts{})
+	a, b := pair(t, rigOpts{noWatchdog: true})
 	binary.NativeEndian.PutUint64(b.buf[64:], 100)
 	post := func(wr SendWR) WC {
 		t.Helper()
