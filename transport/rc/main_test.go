@@ -11,12 +11,14 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/ucgo/ucgo/internal/netns"
+	"github.com/ucgo/ucgo/internal/reuseport"
 	"github.com/ucgo/ucgo/transport/rc/verbs"
 	"github.com/ucgo/ucgo/uct"
 )
@@ -56,11 +58,32 @@ func runChild(role string) error {
 		runtime.LockOSThread()
 		unix.SchedSetaffinity(0, &set)
 	}
+	if role == "fallback" {
+		// As user nobody eBPF is refused: a first device takes 4791
+		// alone, so the iface's device must bind a port of its own.
+		if err := errors.Join(syscall.Setgroups(nil), syscall.Setgid(65534), syscall.Setuid(65534)); err != nil {
+			return fmt.Errorf("drop privileges: %w", err)
+		}
+		holder, err := verbs.Open(verbs.Config{Interface: defaultDevice(), ProgressInterval: -1})
+		if err != nil {
+			return err
+		}
+		defer holder.Close()
+		if p := holder.LocalAddr().Port(); p != 4791 {
+			return fmt.Errorf("first unprivileged device on port %d, want 4791 alone", p)
+		}
+	}
 	mdi, err := New(Config{}).OpenMD(uct.MDParams{})
 	if err != nil {
 		return err
 	}
 	md := mdi.(*MD)
+	if role == "fallback" {
+		shared, why := md.dev.SharedPort()
+		if shared || !errors.Is(why, reuseport.ErrUnavailable) || md.dev.LocalAddr().Port() == 4791 {
+			return fmt.Errorf("unprivileged device on %v: shared %t (%v), want a port of its own because eBPF is refused", md.dev.LocalAddr(), shared, why)
+		}
+	}
 	iti, err := md.OpenIface(uct.IfaceParams{})
 	if err != nil {
 		return err

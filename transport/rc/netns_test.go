@@ -133,6 +133,33 @@ func TestNetnsTransfer(t *testing.T) {
 	p.quit()
 }
 
+// TestNetnsFallbackPort: a child running as user nobody, where eBPF is
+// refused and port 4791 is already held by another device of its own,
+// opens its iface on a port the kernel picked. Its address carries that
+// port, and the parent (on a shared 4791) reaches it for AMs in both
+// directions, puts and gets.
+func TestNetnsFallbackPort(t *testing.T) {
+	p := startPeerRole(t, 5*time.Second, "fallback")
+	a, err := DecodeAddress(p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.UDPPort == 4791 || a.UDPPort == 0 {
+		t.Fatalf("child's address %v: want a UDP port of its own", a)
+	}
+	if shared, why := p.md.dev.SharedPort(); !shared {
+		t.Fatalf("parent's device does not share 4791: %v", why)
+	}
+	for _, n := range []int{8, 1000, p.it.Attr().AMMaxBcopy} {
+		m := pattern(n, 21)
+		p.echoCheck(fmt.Sprintf("AMBcopy %d", n), m, func() error { _, err := p.ep.AMBcopy(amEcho, m, nil); return err })
+	}
+	p.putGetCheck("PutZcopy", []int{1, 4096, 65536, 1 << 20}, func(src []byte, raddr uint64, c *uct.Completion) error {
+		return p.ep.PutZcopy([][]byte{src}, raddr, p.rkey, c)
+	})
+	p.quit()
+}
+
 // TestNetnsDrop loses 5 % of the RoCE packets in both directions: every AM
 // arrives once, intact and in order, and RMA moves the right bytes.
 func TestNetnsDrop(t *testing.T) {
