@@ -389,6 +389,10 @@ type Iface struct {
 	mu       sync.Mutex
 	eps      map[*Endpoint]struct{}
 	closed   atomic.Bool
+	// segMu keeps the segment mapped while Wake uses it; unmapped is set
+	// by Close under it.
+	segMu    sync.RWMutex
+	unmapped bool
 	// me is our pid as senders record it in the cells they claim.
 	me uint32
 	// idle counts empty polls; stuckHead/stuckSince track a head cell
@@ -552,8 +556,14 @@ func (it *Iface) Wait(ctx context.Context) error {
 	}
 }
 
-// Wake makes Wait return.
+// Wake makes Wait return. Safe from any goroutine, also during and after
+// Close (an error handler running on a peer watcher may call it).
 func (it *Iface) Wake() {
+	it.segMu.RLock()
+	defer it.segMu.RUnlock()
+	if it.unmapped {
+		return
+	}
 	it.woken.Store(1)
 	it.rx.wake()
 }
@@ -600,7 +610,10 @@ func (it *Iface) Close() error {
 		storeU32(it.seg, hdrClosed, 1)
 		it.notify.Cancel()
 		it.events.Close()
+		it.segMu.Lock()
+		it.unmapped = true
 		it.cerr = multierr.Append(it.cerr, multierr.Append(unix.Munmap(it.seg), unix.Close(it.fd)))
+		it.segMu.Unlock()
 	})
 	return it.cerr
 }

@@ -353,3 +353,13 @@ func FuzzSegmentHeader(f *testing.F) {
 		}
 	})
 }
+
+// An error handler running on a peer watcher may wake the iface while or
+// after it closes: Wake must not touch the unmapped segment.
+func TestWakeAfterClose(t *testing.T) {
+	_, it := openIface(t)
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	it.Wake()
+}
