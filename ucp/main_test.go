@@ -107,7 +107,7 @@ func (nd *node) connectAll(addrs []string) error {
 			return err
 		}
 		r := r
-		ep, err := nd.w.Connect(b, EPParams{SourceTag: mkTag(r, 0), ErrorHandler: func(ep *Endpoint, err error) {
+		ep, err := nd.w.Connect(b, EPParams{SourceTag: mkTag(r, 0), Timeout: testEPParams(), ErrorHandler: func(ep *Endpoint, err error) {
 			select {
 			case nd.errs <- epErr{r, err}:
 			default:

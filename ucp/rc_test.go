@@ -22,9 +22,21 @@ import (
 // runs in B. Both use rc only (shm would be chosen otherwise: they share
 // the host). Needs root; skipped otherwise.
 
+// epTimeoutEnv sets the transport timeout of a test world's endpoints (a
+// Go duration; both processes read it). The rc tests and benchmarks set
+// 30 s: the default (3 s: retries every ~200 ms) fails rendezvous
+// transfers with "retry counter exceeded" when the machine is loaded.
+const epTimeoutEnv = "UCGO_UCP_EP_TIMEOUT"
+
+func testEPParams() uct.EPParams {
+	d, _ := time.ParseDuration(os.Getenv(epTimeoutEnv))
+	return uct.EPParams{Timeout: d}
+}
+
 // netnsWorld is world for two ranks over rc across a namespace pair.
 func netnsWorld(t testing.TB, role string, cfg Config, env ...string) *node {
 	t.Helper()
+	t.Setenv(epTimeoutEnv, "30s")
 	pair, err := netns.NewPair(t)
 	if err != nil {
 		t.Fatal(err)
