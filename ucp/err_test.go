@@ -814,13 +814,16 @@ func armed(ep *Endpoint) bool {
 func TestErrKeepaliveStopped(t *testing.T) {
 	for _, tls := range errTLS {
 		t.Run(tls, func(t *testing.T) {
-			// Long enough that a loaded machine does not make a healthy
-			// peer look silent (three missed rounds).
-			const ival = 250 * time.Millisecond
+			// Rank 1, to be stopped, and we beat every 100 ms; rank 2
+			// every 2 s, so that we give it 6 s (three of its intervals)
+			// and it gives us as much: a loaded machine does not make a
+			// healthy peer look silent.
+			const ival = 100 * time.Millisecond
 			c := errCase{cfg: Config{ErrorMode: ErrorModePeer, KeepaliveInterval: ival}}
-			nd := world(t, 3, "kaecho", tlsConfig(t, c.cfg, tls), append(c.env(tls), EnvKeepalive+"="+ival.String())...)
+			nd := world(t, 3, "kaecho", tlsConfig(t, c.cfg, tls), append(c.env(tls), EnvKeepalive+"=2s",
+				rankEnvPrefix+"1="+EnvKeepalive+"="+ival.String())...)
 			ep1, ep2 := nd.eps[1], nd.eps[2]
-			nd.progressUntil("heartbeats from both peers", func() bool { return armed(ep1) && armed(ep2) })
+			nd.progressUntil("a heartbeat from rank 1", func() bool { return armed(ep1) })
 			rB := nd.w.TagRecv(make([]byte, 8), mkTag(1, tagB), exact, nil)
 			nd.must(nd.procs[1].Process.Signal(syscall.SIGSTOP))
 			nd.progressUntil("the stopped peer's failure", func() bool { return ep1.Err() != nil })

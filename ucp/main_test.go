@@ -21,6 +21,8 @@ const (
 	roleEnv = "UCGO_UCP_ROLE"
 	rankEnv = "UCGO_UCP_RANK"
 	sizeEnv = "UCGO_UCP_NPROCS"
+	// rankEnvPrefix + rank: environment of one rank (K=V;K=V)
+	rankEnvPrefix = "UCGO_UCP_ENV_"
 )
 
 // Tags carry the sender's rank in bits 32-47.
@@ -72,6 +74,12 @@ func runChild(role string) error {
 	fn := childRoles[role]
 	if fn == nil {
 		return fmt.Errorf("no role %q", role)
+	}
+	// UCGO_UCP_ENV_<rank>=K=V;K=V sets variables for one rank only
+	for _, kv := range strings.Split(os.Getenv(rankEnvPrefix+strconv.Itoa(rank)), ";") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			os.Setenv(k, v)
+		}
 	}
 	ctx, err := NewContext(Config{SourceTagMask: srcMask})
 	if err != nil {
