@@ -132,7 +132,7 @@ func (qp *QP) failHead(st WCStatus, vendor uint32) {
 	}
 	w := r.at(r.head)
 	qp.scq.pushLocked(&WC{WRID: w.wr.ID, Status: st, Opcode: wcOpcodeOf(w.wr.Opcode), QPNum: qp.qpn, VendorErr: vendor})
-	*w = sendWQE{}
+	w.recycle()
 	r.head++
 	if r.next < r.head {
 		r.next, r.sent = r.head, 0

@@ -599,8 +599,12 @@ func (q *recvQueue) pop() (recvWQE, bool) {
 	if q.n == 0 {
 		return recvWQE{}, false
 	}
+	// The slot keeps its SGE storage for the next push: the taker reads
+	// the SGEs only at once (resolving them), never after later pushes.
 	e := q.ring[q.head]
-	q.ring[q.head].sg = nil
+	if len(e.sg) == 0 {
+		e.sg = nil
+	}
 	q.head = (q.head + 1) % len(q.ring)
 	q.n--
 	return e, true

@@ -29,6 +29,17 @@ type sendWQE struct {
 	psn      uint32
 	npkts    uint32 // PSNs the WR uses
 	got      uint64 // READ: bytes received
+
+	// Storage kept across uses of the SQ slot, so that posting does not
+	// allocate: the copy of the SGE list and the inline data.
+	sgBuf  []SGE
+	inlBuf []byte
+}
+
+// recycle empties w for its next use, keeping its storage.
+func (w *sendWQE) recycle() {
+	clear(w.segs) // no MR memory kept reachable
+	*w = sendWQE{sgBuf: w.sgBuf[:0], inlBuf: w.inlBuf[:0], segs: w.segs[:0]}
 }
 
 func (w *sendWQE) lastPSN() uint32 { return roce.PSNAdd(w.psn, int(w.npkts)-1) }
@@ -106,7 +117,7 @@ func (r *requester) flush(qp *QP) {
 	for r.head != r.tail {
 		w := r.at(r.head)
 		qp.scq.pushLocked(&WC{WRID: w.wr.ID, Status: WCWRFlushErr, Opcode: wcOpcodeOf(w.wr.Opcode), QPNum: qp.qpn})
-		*w = sendWQE{}
+		w.recycle()
 		r.head++
 	}
 	r.next = r.head
@@ -154,17 +165,22 @@ func (qp *QP) postSendLocked(wrs []SendWR) (int, error) {
 			return i, fmt.Errorf("verbs: post send %s: send queue full: %w", qp.name(), uct.ErrNoResource)
 		}
 		w := r.at(r.tail)
-		*w = sendWQE{wr: *wr, length: sgLen(wr.SG), signaled: qp.sig || wr.Flags&SendSignaled != 0}
-		w.wr.SG = append([]SGE(nil), wr.SG...)
+		w.recycle()
+		w.wr, w.length, w.signaled = *wr, sgLen(wr.SG), qp.sig || wr.Flags&SendSignaled != 0
+		w.sgBuf = append(w.sgBuf, wr.SG...)
+		w.wr.SG = w.sgBuf
 		if wr.Flags&SendInline != 0 {
 			// Inline data is copied now, from the caller's MRs without
 			// a key check (as a provider copies from virtual memory).
-			w.inline = make([]byte, w.length)
+			if uint64(cap(w.inlBuf)) < w.length {
+				w.inlBuf = make([]byte, max(w.length, 64))
+			}
+			w.inline = w.inlBuf[:w.length:w.length]
 			pos := 0
 			for _, s := range wr.SG {
 				b := qp.d.inlineBytes(s)
 				if b == nil && s.Length > 0 {
-					*w = sendWQE{}
+					w.recycle()
 					return i, fmt.Errorf("verbs: post send %s: inline SGE %#x+%d is not registered memory: %w", qp.name(), s.Addr, s.Length, uct.ErrInvalidParam)
 				}
 				pos += copy(w.inline[pos:], b)
@@ -228,7 +244,7 @@ func (qp *QP) completeSendLocked(w *sendWQE, st WCStatus) {
 	if w.wr.Opcode.needsResponse() && r.head < r.next && r.rdOut > 0 {
 		r.rdOut--
 	}
-	*w = sendWQE{}
+	w.recycle()
 	r.head++
 	if r.next < r.head {
 		r.next, r.sent = r.head, 0

@@ -214,6 +214,7 @@ type rxBatch struct {
 	iov  []unix.Iovec
 	bufs [][]byte
 	src  []unix.RawSockaddrInet4
+	used int // headers the last recv filled: only they need resetting
 }
 
 func (r *rxBatch) init() {
@@ -224,13 +225,15 @@ func (r *rxBatch) init() {
 	for i := range r.bufs {
 		r.bufs[i] = make([]byte, rxBufSize)
 	}
+	r.used = batchLen
 }
 
 // recv returns the number of packets received (0 if none waited).
 func (r *rxBatch) recv(fd int) int {
-	for i := range r.msgs {
+	for i := range r.used {
 		setMsg(&r.msgs[i], &r.iov[i], r.bufs[i], &r.src[i], nil)
 	}
+	r.used = 0
 	for {
 		n, err := recvmmsg(fd, r.msgs)
 		if err == unix.EINTR {
@@ -239,6 +242,7 @@ func (r *rxBatch) recv(fd int) int {
 		if err != nil {
 			return 0
 		}
+		r.used = n
 		return n
 	}
 }
