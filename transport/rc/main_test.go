@@ -113,10 +113,17 @@ func runChild(role string) error {
 	it.SetErrorHandler(func(any, uct.Endpoint, error) {}, nil)
 	var (
 		replies [][]byte // id byte + data
+		spare   [][]byte // buffers of sent replies, for reuse
 		quit    bool
 		raceErr = make(chan []byte, 4)
 	)
-	reply := func(id uint8, data []byte) { replies = append(replies, append([]byte{id}, data...)) }
+	reply := func(id uint8, data []byte) {
+		var b []byte
+		if k := len(spare); k > 0 {
+			b, spare = spare[k-1][:0], spare[:k-1]
+		}
+		replies = append(replies, append(append(b, id), data...))
+	}
 	buf := mem.Bytes()
 	it.SetAMHandler(amEcho, func(_ any, d []byte, _ uct.AMFlags) { reply(amEcho, d) }, nil)
 	it.SetAMHandler(amSum, func(_ any, d []byte, _ uct.AMFlags) {
@@ -160,7 +167,8 @@ func runChild(role string) error {
 			if err != nil {
 				return fmt.Errorf("reply: %w", err)
 			}
-			replies = replies[1:]
+			spare = append(spare, r)
+			replies = replies[:copy(replies, replies[1:])]
 		}
 		if ep.Err() != nil {
 			return fmt.Errorf("endpoint to the parent: %w", ep.Err())
