@@ -32,16 +32,33 @@ func setMsg(h *mmsghdr, iov *unix.Iovec, buf []byte, name *unix.RawSockaddrInet4
 	h.len = 0
 }
 
-func sendmmsg(fd int, msgs []mmsghdr) (int, error) {
-	n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(msgs))), uintptr(len(msgs)), unix.MSG_DONTWAIT, 0, 0)
+// rawSendMax is the largest batch sent with a raw system call: a few
+// datagrams without GSO cost microseconds, never long enough to hold up
+// the scheduler or a stop-the-world.
+const rawSendMax = 4
+
+// sendmmsg sends msgs without blocking. Small batches (a ping-pong
+// message and its ACK) go through RawSyscall6: no entersyscall and
+// exitsyscall, so no handing the P to another thread and taking it back.
+func sendmmsg(fd int, msgs []mmsghdr, raw bool) (int, error) {
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(msgs)))
+	var n uintptr
+	var e unix.Errno
+	if raw && len(msgs) <= rawSendMax {
+		n, _, e = unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(fd), p, uintptr(len(msgs)), unix.MSG_DONTWAIT, 0, 0)
+	} else {
+		n, _, e = unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), p, uintptr(len(msgs)), unix.MSG_DONTWAIT, 0, 0)
+	}
 	if e != 0 {
 		return 0, e
 	}
 	return int(n), nil
 }
 
+// recvmmsg receives without blocking, through RawSyscall6: the busy-poll
+// loop calls it on every pass, and it only ever copies out what waits.
 func recvmmsg(fd int, msgs []mmsghdr) (int, error) {
-	n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(msgs))), uintptr(len(msgs)), unix.MSG_DONTWAIT, 0, 0)
+	n, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(msgs))), uintptr(len(msgs)), unix.MSG_DONTWAIT, 0, 0)
 	if e != 0 {
 		return 0, e
 	}

@@ -177,7 +177,7 @@ func (t *txBatch) flush(fd int, ctr *Counters) {
 	sent := 0
 	deadline := time.Time{}
 	for sent < t.n {
-		k, err := sendmmsg(fd, t.msgs[sent:t.n])
+		k, err := sendmmsg(fd, t.msgs[sent:t.n], t.small(sent))
 		if err == nil {
 			for i := sent; i < sent+k; i++ {
 				ctr.TxPackets += uint64(t.nseg[i])
@@ -206,6 +206,17 @@ func (t *txBatch) flush(fd int, ctr *Counters) {
 		ctr.TxDropped += uint64(t.nseg[i])
 	}
 	t.n = 0
+}
+
+// small reports whether the messages from i on are single datagrams
+// (no GSO), cheap enough for a raw system call.
+func (t *txBatch) small(i int) bool {
+	for ; i < t.n; i++ {
+		if t.nseg[i] > 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // rxBatch receives up to batchLen packets with one recvmmsg.
