@@ -226,20 +226,19 @@ func Open(cfg Config) (*Device, error) {
 	}
 	d.tx.init(d.sock.gso)
 	d.rx.init()
-	up, nl, err := watchLink(d.index, d.linkChanged)
+	// The initial state is set before the watcher can report a change.
+	nl, err := watchLink(d.index, func(up bool) {
+		st := uct.DeviceUp
+		if !up {
+			d.state, st = PortDown, uct.DeviceDown
+		}
+		d.Watchers.Init(name, st)
+	}, d.linkChanged)
 	if err != nil {
 		d.sock.close()
 		return nil, fmt.Errorf("verbs: open %s: link watch: %w", name, err)
 	}
 	d.nl = nl
-	if !up {
-		d.state = PortDown
-	}
-	st := uct.DeviceUp
-	if !up {
-		st = uct.DeviceDown
-	}
-	d.Watchers.Init(name, st)
 	iv := cfg.ProgressInterval
 	if iv == 0 {
 		iv = 2 * time.Millisecond

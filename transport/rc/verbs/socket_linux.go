@@ -306,26 +306,28 @@ type linkWatch struct {
 	err  error
 }
 
-// watchLink returns the link's current state (up and running) and starts
-// a goroutine that calls fn on every change.
-func watchLink(index int, fn func(up bool)) (bool, *linkWatch, error) {
+// watchLink reads the link's current state (up and running), passes it
+// to initial and then starts a goroutine that calls fn on every change,
+// so fn never runs before initial has returned.
+func watchLink(index int, initial, fn func(up bool)) (*linkWatch, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
 	if err != nil {
-		return false, nil, fmt.Errorf("netlink socket: %w", err)
+		return nil, fmt.Errorf("netlink socket: %w", err)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: unix.RTMGRP_LINK}); err != nil {
 		unix.Close(fd)
-		return false, nil, fmt.Errorf("netlink bind: %w", err)
+		return nil, fmt.Errorf("netlink bind: %w", err)
 	}
 	up, err := linkUp(index)
 	if err != nil {
 		unix.Close(fd)
-		return false, nil, err
+		return nil, err
 	}
+	initial(up)
 	w := &linkWatch{f: os.NewFile(uintptr(fd), "rtnetlink")}
 	w.wg.Add(1)
 	go w.run(index, up, fn)
-	return up, w, nil
+	return w, nil
 }
 
 func linkUp(index int) (bool, error) {
