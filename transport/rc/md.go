@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 
 	"go.uber.org/multierr"
 
@@ -31,6 +32,11 @@ type Config struct {
 	Port int
 	// NoShare binds port 4791 without sharing it (verbs.Config.NoShare).
 	NoShare bool
+	// ProgressInterval is verbs.Config.ProgressInterval: how often the
+	// device's background goroutine makes progress for an owner that
+	// stopped (default 2 ms); negative turns it off, and then only the
+	// ifaces' Progress and Wait run the device.
+	ProgressInterval time.Duration
 }
 
 // Component is the rc transport.
@@ -87,7 +93,7 @@ func defaultDevice() string {
 // of the component's Config) with one protection domain. Every iface and
 // every registration of the MD lives on that device.
 func (c *Component) OpenMD(uct.MDParams) (uct.MD, error) {
-	vc := verbs.Config{Interface: c.cfg.Device, Addr: c.cfg.Addr, Port: c.cfg.Port, NoShare: c.cfg.NoShare}
+	vc := verbs.Config{Interface: c.cfg.Device, Addr: c.cfg.Addr, Port: c.cfg.Port, NoShare: c.cfg.NoShare, ProgressInterval: c.cfg.ProgressInterval}
 	if vc.Interface == "" && !vc.Addr.IsValid() {
 		vc.Interface = defaultDevice()
 	}
