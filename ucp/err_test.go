@@ -901,3 +901,58 @@ func TestErrNoSourceMask(t *testing.T) {
 		}
 	}
 }
+
+// TestErrTwoFailures: a wildcard receive is told of each failed peer
+// once; matching stays suspended until every failure is purged (or one
+// ResumeMatching acknowledges both).
+func TestErrTwoFailures(t *testing.T) {
+	for _, tls := range errTLS {
+		for _, resolve := range []string{"purge", "resume"} {
+			t.Run(tls+"/"+resolve, func(t *testing.T) {
+				c := errCase{cfg: Config{ErrorMode: ErrorModePeer}}
+				nd := world(t, 3, "errkill", tlsConfig(t, c.cfg, tls), c.env(tls)...)
+				w, ep1, ep2 := nd.w, nd.eps[1], nd.eps[2]
+				recvKeys(t, nd, 1)
+				rW := w.TagRecv(make([]byte, 8), mkTag(0, tagB), anySrc, nil)
+				r1 := w.TagRecv(make([]byte, 8), mkTag(1, tagB), exact, nil)
+				r2 := w.TagRecv(make([]byte, 8), mkTag(2, tagB), exact, nil)
+				nd.kill(1)
+				nd.progressUntil("the first failure", func() bool { return ep1.Err() != nil })
+				toldPending(t, "wildcard receive, first failure", rW)
+				toldPending(t, "receive from rank 1", r1)
+				pending(t, "receive from rank 2", r2)
+				nd.kill(2)
+				nd.progressUntil("the second failure", func() bool { return ep2.Err() != nil })
+				toldPending(t, "wildcard receive, second failure", rW)
+				pending(t, "receive from rank 1, second failure", r1)
+				toldPending(t, "receive from rank 2", r2)
+				if resolve == "resume" {
+					w.ResumeMatching()
+					if w.MatchingSuspended() {
+						t.Fatal("suspended after ResumeMatching")
+					}
+					pending(t, "wildcard receive after resume", rW)
+				}
+				w.Purge(ep1)
+				failedWith(t, "receive from rank 1 after purge", nd.wait(r1), uct.ErrPeerFailed)
+				if resolve == "purge" {
+					if !w.MatchingSuspended() {
+						t.Fatal("matching resumed with a failure still pending")
+					}
+					pending(t, "receive from rank 2 after the first purge", r2)
+				}
+				w.Purge(ep2)
+				if w.MatchingSuspended() {
+					t.Fatal("suspended after both purges")
+				}
+				failedWith(t, "receive from rank 2 after purge", nd.wait(r2), uct.ErrPeerFailed)
+				pending(t, "wildcard receive after both purges", rW)
+				rW.Cancel()
+				nd.w.Progress()
+				if len(nd.errs) != 2 {
+					t.Fatalf("%d error handler calls, want 2", len(nd.errs))
+				}
+			})
+		}
+	}
+}
