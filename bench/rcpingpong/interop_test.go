@@ -300,6 +300,10 @@ func TestInteropRXE(t *testing.T) {
 		boot.cases = append(boot.cases, rxePeerLoopbackCase())
 	}
 	boot.cases = append(boot.cases, pingpongCases(18520)...)
+	if peer != "" {
+		// The VM powers off in the last case.
+		boot.cases = append(boot.cases, oursCase(), powerOffCase())
+	}
 
 	if re := os.Getenv(casesEnv); re != "" {
 		keep := regexp.MustCompile(re)

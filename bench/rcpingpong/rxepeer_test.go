@@ -450,7 +450,7 @@ const rxePeerRoleEnv = "UCGO_RXEPEER_ROLE"
 func runRxePeerRole(role string) {
 	s := &suite{w: os.Stdout}
 	vm := os.Getenv("RXEVM_VM_IP")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
 	defer cancel()
 	switch role {
 	case "loopback":
@@ -471,6 +471,8 @@ func runRxePeerRole(role string) {
 		}
 		oneSided(s, "a-to-b", a, b)
 		oneSided(s, "b-to-a", b, a)
+	case "ours", "poweroff":
+		runOursRole(ctx, s, role, vm)
 	default:
 		s.check("role", fmt.Errorf("unknown role %q", role))
 	}
