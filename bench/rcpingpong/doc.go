@@ -10,7 +10,10 @@
 //
 // Besides rdma-core's flags, -a chooses the local IP address (the GID and
 // the RoCEv2 source address), and -w how long a client retries a refused
-// TCP connection. -x stops after the TCP exchange (advertising a QPN of
+// TCP connection. -T sets the local ACK timeout exponent of our QP
+// (rc_pingpong's fixed 14, 67 ms, by default; the interop tests use 18,
+// 1.07 s, since a VM under TCG on a loaded machine can be slower than
+// that). -x stops after the TCP exchange (advertising a QPN of
 // -q and a random PSN): it checks the exchange against a real peer where no
 // queue pair is available.
 //
@@ -19,7 +22,7 @@
 // (0x7b), registered for local write only; a CQ of -r + 1 entries (with a
 // completion channel under -e); an RC QP with one send WR and -r receive
 // WRs, INIT with no remote access, RTR with path MTU -m, min RNR timer 12
-// and one incoming READ/atomic, RTS with timeout 14, retry_cnt 7,
+// and one incoming READ/atomic, RTS with timeout -T (14), retry_cnt 7,
 // rnr_retry 7; -r receives posted before the exchange, the server moving
 // to RTS before it answers. The client sends first; each side posts its
 // next SEND once its last SEND and a receive completed; both print
@@ -61,6 +64,28 @@
 // atomics, SEND with and without immediate, every byte checked) between
 // them: it proves the suite and the helper before they judge our side.
 //
+// All cases run in one boot with a link MTU of 9000 (so that -m 4096
+// fits); UCGO_RXE_CASES, a regular expression, runs only the cases whose
+// names match. The cases against our verbs:
+//
+//   - pp-vm-server*, pp-vm-client*: ibv_rc_pingpong in the VM against this
+//     tool (with -T 18), each role, with the defaults, -s 1, -s 65536
+//     -n 100, -m 4096, -e on our side, and (VM as server) -s 1 -n 10000;
+//     both print the summary and exit 0.
+//   - ours-rxepeer: a test-binary role drives one of our QPs (ourPeer,
+//     set up as rxepeer.c sets up its own) and rxepeer QPs in the VM: the
+//     one-sided suite ours-to-rxe and rxe-to-ours; a WRITE with a wrong
+//     rkey from each side (the issuer gets remote access error, the
+//     responder's QP is in ERR); a SEND to a QP with no receive posted
+//     from each side with rnr_retry 2 (three RNR NAKs, then RNR retry
+//     exceeded on the sender).
+//   - ours-poweroff (last: the VM is gone after it): 4 MiB of WRITEs from
+//     us, the VM powers off under them; the first completes with retry
+//     exceeded (timeout 14, retry_cnt 3), the rest are flushed. The time
+//     from the power-off command's answer to that completion is printed
+//     beside the bound timeout × (retry_cnt+1), not asserted (tests hold
+//     no timed assertions).
+//
 // # rxe quirks met so far
 //
 //   - retry_cnt 7 means "retry forever" in rxe (the IB spec gives the
@@ -72,4 +97,30 @@
 //     its port.
 //   - run.sh exits 2 when its logs/ folder is empty (set -e with a
 //     failing ls in a pipeline): the test leaves a placeholder file there.
+//   - rxe checks the ICRC over the real IPv4 header, IP ID included. A
+//     Linux UDP socket sending with UDP_SEGMENT (GSO) numbers the
+//     segments' IP IDs 0, 1, 2, ...: each segment needs the ICRC of its
+//     own ID, or rxe drops every segment but the first without a word
+//     (transport/rc/verbs computed them all for ID 0 until this was
+//     found; the requester then crept forward one packet per ACK timeout).
+//   - rxe's IB QPNs count up from 0x11 per QP created since the module
+//     was loaded; ours carry the port-sharing slot in bits 16-23 (0x10011).
+//   - A responder-side remote access error (a WRITE with a wrong rkey)
+//     moves rxe's QP to ERR but posts no async event to the process that
+//     owns it (ibv_get_async_event finds none); the requester gets
+//     IBV_WC_REM_ACCESS_ERR.
+//   - A VM under TCG on a loaded machine answers late: ACKs took longer
+//     than rc_pingpong's 67 ms local ACK timeout, and a peer with
+//     retry_cnt 7 (finite for us) gave up; the tests run our side with a
+//     timeout of 18 (1.07 s). rxe's own requester, timing out early by
+//     the same lag, retransmitted whole 64-packet SENDs we had already
+//     ACKed; once (-s 65536, capture kept) ibv_rc_pingpong in the VM then
+//     stopped: rxe re-ACKed our next message and stopped retransmitting
+//     its own, but never sent the next one, as if the completion of the
+//     retransmitted SEND had been lost. It was not seen with 100
+//     iterations; longer runs of large messages stay out of the tests.
+//   - rnr_retry below 7 is counted as the IB spec says, unlike retry_cnt
+//     7: an rxe sender with rnr_retry 2 draws three RNR NAKs from us, then
+//     completes with RNR retry exceeded; as responder without a receive
+//     posted rxe answers each try with an RNR NAK.
 package main

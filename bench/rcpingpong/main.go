@@ -31,6 +31,7 @@ type options struct {
 	localIP  string
 	wait     time.Duration
 	exchOnly bool
+	timeout  int
 	qpn      uint
 	server   string
 }
@@ -53,6 +54,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.localIP, "a", "", "local IP address (GID and RoCEv2 source)")
 	fs.DurationVar(&o.wait, "w", 10*time.Second, "client: keep retrying a refused TCP connection this long")
 	fs.BoolVar(&o.exchOnly, "x", false, "stop after the TCP exchange")
+	fs.IntVar(&o.timeout, "T", 14, "local ACK timeout, 4.096 us * 2^T (0-31)")
 	fs.UintVar(&o.qpn, "q", 0x11, "with -x: QPN to advertise")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -68,6 +70,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	case 256, 512, 1024, 2048, 4096:
 	default:
 		return nil, fmt.Errorf("invalid MTU %d (256, 512, 1024, 2048 or 4096)", o.mtu)
+	}
+	if o.timeout < 0 || o.timeout > 31 {
+		return nil, fmt.Errorf("invalid timeout %d (0-31)", o.timeout)
 	}
 	if o.size < 1 || o.rxDepth < 1 || o.iters < 1 {
 		return nil, errors.New("size, rx_depth and iters must be positive")

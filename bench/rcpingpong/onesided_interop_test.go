@@ -24,9 +24,14 @@ const (
 	portPowerOff   = 18707 // the VM powers off under our WRITEs
 )
 
+// oursConn are the attributes of the cases between our QPs and rxe's: as
+// defaultConn, but with a local ACK timeout of 1.07 s (a VM under TCG on
+// a loaded machine can take longer than 67 ms to answer).
+var oursConn = connParams{MTU: 1024, Timeout: 18, Retry: 3, RNRRetry: 7, MinRNR: 12, RdAtomic: 4}
+
 // rnrConn are the attributes of the RNR cases: a finite rnr_retry and
 // the shortest RNR timer (10 µs).
-var rnrConn = connParams{MTU: 1024, Timeout: 14, Retry: 3, RNRRetry: 2, MinRNR: 1, RdAtomic: 4}
+var rnrConn = connParams{MTU: 1024, Timeout: 18, Retry: 3, RNRRetry: 2, MinRNR: 1, RdAtomic: 4}
 
 const qpsErr = 6 // ibv_qp_state IBV_QPS_ERR
 
@@ -67,7 +72,7 @@ func runOursRole(ctx context.Context, s *suite, role, vm string) {
 	}
 	switch role {
 	case "ours":
-		if o, v, ok := pair("connect", portOneSided, 65536, defaultConn, defaultConn); ok {
+		if o, v, ok := pair("connect", portOneSided, 65536, oursConn, oursConn); ok {
 			oneSided(s, "ours-to-rxe", o, v)
 			oneSided(s, "rxe-to-ours", v, o)
 			o.Close()
@@ -87,7 +92,7 @@ type pairFunc func(tag string, port, size int, po, pv connParams) (*ourPeer, *rx
 // badKey: a WRITE with a wrong rkey must complete with remote access
 // error on the side that issued it; the responder's QP goes to ERR.
 func badKey(s *suite, tag string, pair pairFunc, port int, oursIssue bool) {
-	o, v, ok := pair(tag, port, 65536, defaultConn, defaultConn)
+	o, v, ok := pair(tag, port, 65536, oursConn, oursConn)
 	if !ok {
 		return
 	}
@@ -218,7 +223,7 @@ func oursCase() vmCase {
 	var vm strings.Builder
 	ports := []int{portOneSided, portBadKeyOurs, portBadKeyRxe, portRNROurs, portRNRRxe}
 	for i, p := range ports {
-		fmt.Fprintf(&vm, "timeout 90 /root/rxepeer -g $RXEVM_GID_IDX -p %d > /tmp/rxepeer%d.log 2>&1 & p%d=$!\n", p, p, i)
+		fmt.Fprintf(&vm, "timeout 150 /root/rxepeer -g $RXEVM_GID_IDX -p %d > /tmp/rxepeer%d.log 2>&1 & p%d=$!\n", p, p, i)
 	}
 	vm.WriteString("rc=0\n")
 	for i, p := range ports {
@@ -229,7 +234,7 @@ func oursCase() vmCase {
 		name:      "ours-rxepeer",
 		vm:        vm.String(),
 		host:      fmt.Sprintf("%s=ours %q", rxePeerRoleEnv, os.Args[0]),
-		hostLimit: 120 * time.Second,
+		hostLimit: 180 * time.Second,
 		check: func(t *testing.T, r *caseResult) {
 			wantExit(t, r, true)
 			checkChecks(t, r.Host, 60)

@@ -126,7 +126,7 @@ func (c *ppCtx) close() error {
 }
 
 // connect is pp_connect_ctx: RTR towards dest (path MTU -m, min RNR timer
-// 12, one incoming READ/atomic), then RTS (timeout 14, retry_cnt 7,
+// 12, one incoming READ/atomic), then RTS (timeout -T, 14 by default, retry_cnt 7,
 // rnr_retry 7, one outgoing READ/atomic) with our PSN.
 func (c *ppCtx) connect(myPSN uint32, dest oobexch.Dest) error {
 	g := netip.AddrFrom16(dest.GID)
@@ -140,7 +140,7 @@ func (c *ppCtx) connect(myPSN uint32, dest oobexch.Dest) error {
 		verbs.QPAttrRQPSN|verbs.QPAttrMaxDestRdAtomic|verbs.QPAttrMinRNRTimer); err != nil {
 		return fmt.Errorf("failed to modify QP to RTR: %w", err)
 	}
-	a = &verbs.QPAttr{State: verbs.QPSRTS, Timeout: 14, RetryCnt: 7, RNRRetry: 7, SQPSN: myPSN, MaxRdAtomic: 1}
+	a = &verbs.QPAttr{State: verbs.QPSRTS, Timeout: uint8(c.o.timeout), RetryCnt: 7, RNRRetry: 7, SQPSN: myPSN, MaxRdAtomic: 1}
 	if err := c.qp.Modify(a, verbs.QPAttrState|verbs.QPAttrTimeout|verbs.QPAttrRetryCnt|verbs.QPAttrRNRRetry|
 		verbs.QPAttrSQPSN|verbs.QPAttrMaxQPRdAtomic); err != nil {
 		return fmt.Errorf("failed to modify QP to RTS: %w", err)

@@ -450,7 +450,7 @@ const rxePeerRoleEnv = "UCGO_RXEPEER_ROLE"
 func runRxePeerRole(role string) {
 	s := &suite{w: os.Stdout}
 	vm := os.Getenv("RXEVM_VM_IP")
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 170*time.Second)
 	defer cancel()
 	switch role {
 	case "loopback":
