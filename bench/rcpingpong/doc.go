@@ -70,8 +70,9 @@
 //
 //   - pp-vm-server*, pp-vm-client*: ibv_rc_pingpong in the VM against this
 //     tool (with -T 18), each role, with the defaults, -s 1, -s 65536
-//     -n 100, -m 4096, -e on our side, and (VM as server) -s 1 -n 10000;
-//     both print the summary and exit 0.
+//     -n 100, -m 4096 and -e on our side (with UCGO_RXE_LONG=1 also
+//     -n 10000, too long for CI under TCG); both print the summary and
+//     exit 0.
 //   - ours-rxepeer: a test-binary role drives one of our QPs (ourPeer,
 //     set up as rxepeer.c sets up its own) and rxepeer QPs in the VM: the
 //     one-sided suite ours-to-rxe and rxe-to-ours; a WRITE with a wrong

@@ -291,7 +291,7 @@ const casesEnv = "UCGO_RXE_CASES"
 func TestInteropRXE(t *testing.T) {
 	harness := rxeHarness(t)
 	cache := rxeCache(t, harness)
-	boot := vmBoot{name: "interop", timeout: 540, mtu: 9000, cases: exchangeCases()}
+	boot := vmBoot{name: "interop", timeout: 420, mtu: 9000, cases: exchangeCases()}
 	peer, err := rxePeerBinary(t)
 	if err != nil {
 		t.Logf("rdma-core peer cases not run: %v", err)

@@ -106,6 +106,7 @@ func (p *ourPeer) Fill(seed uint32) error {
 	for i := range b {
 		b[i] = pattern(i, seed)
 	}
+	p.dev.Progress() // the engine sees the writes after this lock
 	return nil
 }
 
@@ -115,6 +116,7 @@ func (p *ourPeer) Set(off int, v []byte) error {
 		return fmt.Errorf("%s: set %d+%d out of range", p.name, off, len(v))
 	}
 	copy(b[off:], v)
+	p.dev.Progress() // the engine sees the writes after this lock
 	return nil
 }
 
