@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ucgo/ucgo/transport/shm"
+	"github.com/ucgo/ucgo/uct"
 )
 
 // Benchmarks run between this process (pinned to CPU 0) and a child
@@ -221,4 +224,67 @@ func benchTagBandwidth(b *testing.B, nd *node, size, window int) {
 	run(b.N)
 	b.StopTimer()
 	benchQuit(nd)
+}
+
+// BenchmarkTagCPU measures what the 8-byte ping-pong costs in CPU time,
+// which a loaded machine perturbs much less than latency: two workers of
+// this process over shm, driven by one pinned goroutine, and the thread's
+// CPU time (getrusage) per round trip (two messages, four requests).
+func BenchmarkTagCPU(b *testing.B) {
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) {
+			cfg := Config{ErrorMode: m.mode, Transports: []uct.Component{shm.New()}}
+			ctx, err := newContext(cfg, func(string) string { return "" })
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ctx.Close()
+			var ws [2]*Worker
+			for i := range ws {
+				if ws[i], err = ctx.NewWorker(); err != nil {
+					b.Fatal(err)
+				}
+				defer ws[i].Close()
+			}
+			ep0, err := ws[0].Connect(ws[1].Address(), EPParams{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, in := make([]byte, 8), make([]byte, 8)
+			// one message each way: the first one also connects back
+			var ep1 *Endpoint
+			oneway := func(from, to *Worker, ep *Endpoint) *Endpoint {
+				r := to.TagRecv(in, 5, exact, nil)
+				s := ep.TagSend(out, 5, nil)
+				for !r.Done() || !s.Done() {
+					from.Progress()
+					to.Progress()
+				}
+				if r.Err() != nil || s.Err() != nil {
+					b.Fatal(r.Err(), s.Err())
+				}
+				sender := r.Info().Sender
+				r.Release()
+				s.Release()
+				return sender
+			}
+			ep1 = oneway(ws[0], ws[1], ep0)
+			defer pinCPU(0)()
+			b.ReportAllocs()
+			b.ResetTimer()
+			c0 := threadCPU()
+			for i := 0; i < b.N; i++ {
+				oneway(ws[0], ws[1], ep0)
+				oneway(ws[1], ws[0], ep1)
+			}
+			b.ReportMetric(float64(threadCPU()-c0)/float64(b.N), "cpu-ns/roundtrip")
+		})
+	}
+}
+
+// threadCPU is the calling thread's user and system CPU time in ns.
+func threadCPU() int64 {
+	var ru unix.Rusage
+	unix.Getrusage(unix.RUSAGE_THREAD, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
