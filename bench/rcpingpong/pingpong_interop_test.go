@@ -11,10 +11,11 @@ import (
 // pingpongCases run the tool against rdma-core's ibv_rc_pingpong on rxe,
 // both roles: the VM as server with ours as client, and the reverse; with
 // rc_pingpong's defaults (4096 bytes, MTU 1024, 1000 iterations) and with
-// -s 1, -s 65536 (100 iterations), -m 4096 (the boot's link MTU must allow
-// it) and -e on our side; with UCGO_RXE_LONG=1 also -n 10000 (a minute or
-// more under TCG on a loaded machine: too long for CI). Both sides must
-// print their summary and exit 0.
+// -s 1, -s 65536 (100 iterations; the VM as client only with
+// UCGO_RXE_LONG=1), -m 4096 (the boot's link MTU must allow it) and -e on
+// our side; with UCGO_RXE_LONG=1 also -n 10000 (a minute or more under
+// TCG on a loaded machine: too long for CI). Both sides must print their
+// summary and exit 0.
 func pingpongCases(port int) []vmCase {
 	const longEnv = "UCGO_RXE_LONG"
 	var cs []vmCase
@@ -38,6 +39,11 @@ func pingpongCases(port int) []vmCase {
 		for _, vmServer := range []bool{true, false} {
 			port++
 			if p.vmServerOnly && !vmServer {
+				continue
+			}
+			if p.tag == "-s65536" && !vmServer && os.Getenv(longEnv) != "1" {
+				// rxe sending 64-packet SENDs to us sometimes stalls
+				// on a loaded machine (see doc.go's rxe quirks).
 				continue
 			}
 			pp := fmt.Sprintf("ibv_rc_pingpong -d $RXEVM_DEV -g $RXEVM_GID_IDX -p %d %s", port, p.args)
