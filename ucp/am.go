@@ -3,14 +3,18 @@ package ucp
 import (
 	"fmt"
 
+	"github.com/ucgo/ucgo/ucp/internal/match"
 	"github.com/ucgo/ucgo/uct"
 )
 
 // AMSend sends an active message with a user header and data to the
 // handler installed for id on the peer worker; the handler gets this
 // endpoint's peer-side endpoint as its reply endpoint. header and data
-// must stay untouched until the request completes; together they must fit
-// one AM fragment of the lane (MaxAM).
+// must stay untouched until the request completes. A message whose
+// header and data fit one AM fragment of the lane (MaxAM) goes in one
+// fragment; a larger one goes eager in fragments below the rendezvous
+// threshold (Config.RndvThresh) and by rendezvous from it (see
+// AMMessage.RecvData). The header must fit one fragment.
 func (ep *Endpoint) AMSend(id uint16, header, data []byte, p *Params) *Request {
 	w := ep.w
 	w.lock()
@@ -22,7 +26,8 @@ func (ep *Endpoint) AMSend(id uint16, header, data []byte, p *Params) *Request {
 	return r
 }
 
-// MaxAM returns the largest header+data an AMSend can carry.
+// MaxAM returns the largest header+data an AMSend carries in one
+// fragment.
 func (ep *Endpoint) MaxAM() int {
 	ep.w.lock()
 	defer ep.w.unlock()
@@ -35,7 +40,7 @@ func (ep *Endpoint) MaxAM() int {
 func (ep *Endpoint) sendAM(r *Request) error {
 	ln := &ep.lanes[ep.amLane]
 	if userHdr+len(r.amHdr)+len(r.buf) > ln.attr.AMMaxBcopy || len(r.amHdr) > 0xffff {
-		return fmt.Errorf("active message of %d bytes > %d: %w", len(r.amHdr)+len(r.buf), ln.attr.AMMaxBcopy-userHdr, uct.ErrInvalidParam)
+		return ep.sendAMLarge(r)
 	}
 	h := append(r.hdr[:0], make([]byte, userHdr)...)
 	putUserHdr(h, ep.rid, r.amID, len(r.amHdr))
@@ -45,6 +50,101 @@ func (ep *Endpoint) sendAM(r *Request) error {
 		return err
 	}
 	ep.w.complete(r, nil)
+	return nil
+}
+
+// amMaxEager is the largest active message sent eager in fragments (the
+// receiver allocates its assembly buffer from the first fragment).
+const amMaxEager = 1 << 32
+
+// amRndvMin returns the size from which active messages that do not fit
+// one fragment use rendezvous.
+func (ep *Endpoint) amRndvMin() int {
+	if ep.rmaLane < 0 {
+		return 1 << 62
+	}
+	if t := ep.w.cfg.RndvThresh; t > 0 {
+		return t
+	}
+	return ep.bcopyMax + 1
+}
+
+// sendAMLarge sends an active message that does not fit one fragment
+// (lock held). A message whose fragments started stays in fragments
+// across back-pressure retries (r.tag is its message id).
+func (ep *Endpoint) sendAMLarge(r *Request) error {
+	max := ep.lanes[ep.amLane].attr.AMMaxBcopy
+	if len(r.amHdr) > 0xffff || len(r.amHdr) >= max-userFragHdr {
+		return fmt.Errorf("active message header of %d bytes > %d: %w", len(r.amHdr), max-userFragHdr-1, uct.ErrInvalidParam)
+	}
+	if r.tag == 0 && len(r.buf) >= ep.amRndvMin() && userRTSFixed+len(r.amHdr)+maxRKeyBundle <= max {
+		return ep.sendAMRTS(r)
+	}
+	if len(r.buf) > amMaxEager {
+		return fmt.Errorf("active message of %d bytes > %d without rendezvous: %w", len(r.buf), amMaxEager, uct.ErrInvalidParam)
+	}
+	return ep.sendAMFrags(r)
+}
+
+// maxRKeyBundle bounds the packed key of a rendezvous buffer.
+const maxRKeyBundle = 256
+
+// sendAMFrags sends the fragments of r from r.amOff on (lock held). The
+// AM lane is ordered and r stays at the head of the endpoint's queue on
+// back-pressure, so the fragments of one message arrive in order.
+func (ep *Endpoint) sendAMFrags(r *Request) error {
+	ln := &ep.lanes[ep.amLane]
+	if r.tag == 0 {
+		ep.w.amSeq++
+		r.tag = ep.w.amSeq
+	}
+	for {
+		off := r.amOff
+		f := userFrag{dst: ep.rid, id: r.amID, mid: r.tag, total: uint64(len(r.buf)), off: uint64(off)}
+		room := ln.attr.AMMaxBcopy - userFragHdr
+		if off == 0 {
+			f.hdr = r.amHdr
+			room -= len(r.amHdr)
+		}
+		r.hdr = f.encode(r.hdr[:0])
+		end := min(off+room, len(r.buf))
+		if _, err := ln.ep.AMBcopy(amUserFrag, r.hdr, r.buf[off:end]); err != nil {
+			return err
+		}
+		r.amOff = end
+		if end == len(r.buf) {
+			break
+		}
+	}
+	ep.w.complete(r, nil)
+	return nil
+}
+
+// sendAMRTS announces a rendezvous active message (lock held); the
+// receiver's ATS completes r.
+func (ep *Endpoint) sendAMRTS(r *Request) error {
+	w := ep.w
+	m := userRTS{dst: ep.rid, id: r.amID, length: uint64(len(r.buf)), hdr: r.amHdr}
+	if r.reg == nil && len(r.buf) > 0 {
+		e, err := w.regs.get(ep.lanes[ep.rmaLane].wi.md, r.buf, uct.AccessRemoteRead)
+		if err != nil {
+			return err
+		}
+		r.reg = e
+	}
+	if r.reg != nil {
+		m.raddr = r.reg.mem.Address()
+		m.rkey = r.reg.bundle
+	}
+	if r.slot == 0 {
+		r.slot = w.slotAlloc(r)
+	}
+	m.sreq = r.slot
+	r.hdr = m.encode(r.hdr)
+	if _, err := ep.lanes[ep.amLane].ep.AMBcopy(amUserRTS, r.hdr, nil); err != nil {
+		return err
+	}
+	ep.inflight.push(r)
 	return nil
 }
 
@@ -63,6 +163,236 @@ func (w *Worker) onUser(_ any, data []byte, _ uct.AMFlags) {
 		return
 	}
 	w.unlock()
-	m := AMMessage{ID: id, Header: hdr, Data: payload, Reply: ep}
+	m := AMMessage{ID: id, Header: hdr, Data: payload, Reply: ep, Length: len(payload)}
 	h(&m)
+}
+
+// amState is what the worker keeps in an AMMessage.
+type amState struct {
+	state uint8 // amEager...
+	owned bool  // Data is the worker's assembly buffer
+	sreq  uint64
+	raddr uint64
+	rkey  []byte
+}
+
+const (
+	amEagerData = iota // data in Data
+	amRndvNew          // rendezvous, inside the handler
+	amRndvKept         // rendezvous kept by the handler
+	amRndvDone         // rendezvous received or released
+)
+
+// amAsm is an active message being assembled from fragments.
+type amAsm struct {
+	f   match.Frag
+	id  uint16
+	hdr []byte
+	buf []byte
+	got int
+}
+
+// onUserFrag adds a fragment to its message and runs the handler when
+// the message is complete.
+func (w *Worker) onUserFrag(_ any, data []byte, _ uct.AMFlags) {
+	m, err := decodeUserFrag(data)
+	if err != nil {
+		return
+	}
+	w.lock()
+	ep := w.epByID(m.dst)
+	if ep == nil || ep.err != nil {
+		w.unlock()
+		return
+	}
+	src := match.Src(ep.id)
+	var a *amAsm
+	if m.off == 0 {
+		if m.total > amMaxEager {
+			w.unlock()
+			return
+		}
+		a = &amAsm{id: m.id, hdr: append([]byte(nil), m.hdr...), buf: make([]byte, m.total)}
+		a.f = match.Frag{Src: src, ID: m.mid, Data: a}
+		if !w.amFrags.Add(&a.f) {
+			w.unlock()
+			return
+		}
+	} else if f := w.amFrags.Get(src, m.mid); f != nil {
+		a = f.Data.(*amAsm)
+	} else {
+		w.unlock()
+		return
+	}
+	if m.off != uint64(a.got) || m.total != uint64(len(a.buf)) || uint64(len(m.data)) > m.total-m.off {
+		w.amFrags.Remove(&a.f) // out of order: the message is lost
+		w.unlock()
+		return
+	}
+	a.got += copy(a.buf[a.got:], m.data)
+	if a.got < len(a.buf) {
+		w.unlock()
+		return
+	}
+	w.amFrags.Remove(&a.f)
+	h := w.am[a.id]
+	if h == nil {
+		w.amDropped++
+		w.unlock()
+		return
+	}
+	w.unlock()
+	msg := &AMMessage{ID: a.id, Header: a.hdr, Data: a.buf, Reply: ep, Length: len(a.buf)}
+	msg.owned = true
+	h(msg)
+}
+
+// dropAMFrags drops the partial active messages from ep (lock held).
+func (w *Worker) dropAMFrags(ep *Endpoint) {
+	w.amFrags.Purge(match.Src(ep.id))
+}
+
+// onUserRTS runs the handler for a rendezvous active message. If the
+// handler neither receives the data nor keeps the message, the data is
+// dropped and the sender completes.
+func (w *Worker) onUserRTS(_ any, data []byte, _ uct.AMFlags) {
+	m, err := decodeUserRTS(data)
+	if err != nil {
+		return
+	}
+	w.lock()
+	ep := w.epByID(m.dst)
+	if ep == nil {
+		w.unlock()
+		return
+	}
+	h := w.am[m.id]
+	if h == nil {
+		w.amDropped++
+		ep.ctl(amATS, (&ack{dst: ep.rid, req: m.sreq, status: uint8(uct.ErrUnsupported)}).encode)
+		w.unlock()
+		return
+	}
+	w.unlock()
+	msg := &AMMessage{ID: m.id, Header: m.hdr, Reply: ep, Length: int(m.length), Rndv: true}
+	msg.state, msg.sreq, msg.raddr, msg.rkey = amRndvNew, m.sreq, m.raddr, m.rkey
+	h(msg)
+	w.lock()
+	if msg.state == amRndvNew {
+		msg.state = amRndvDone
+		ep.ctl(amATS, (&ack{dst: ep.rid, req: m.sreq}).encode)
+	}
+	w.unlock()
+}
+
+// Keep, called inside the handler, keeps the message beyond it (UCX's
+// returning UCS_INPROGRESS). For eager data it returns the data, which
+// then belongs to the caller: data assembled from fragments is handed
+// over as is, data of one fragment (in the transport's receive buffer)
+// is copied. A kept rendezvous message (Keep returns nil) may be received
+// with RecvData after the handler returned, or dropped with Release.
+func (m *AMMessage) Keep() []byte {
+	if !m.Rndv {
+		if !m.owned {
+			m.Data = append([]byte(nil), m.Data...)
+			m.owned = true
+		}
+		return m.Data
+	}
+	w := m.Reply.w
+	w.lock()
+	defer w.unlock()
+	if m.state == amRndvNew {
+		m.state = amRndvKept
+		m.rkey = append([]byte(nil), m.rkey...)
+	}
+	return nil
+}
+
+// Release drops a kept rendezvous message without receiving its data;
+// the sender completes successfully. For eager data it does nothing (the
+// garbage collector frees kept data).
+func (m *AMMessage) Release() {
+	if !m.Rndv {
+		return
+	}
+	ep := m.Reply
+	w := ep.w
+	w.lock()
+	defer w.unlock()
+	if m.state == amRndvKept {
+		m.state = amRndvDone
+		ep.ctl(amATS, (&ack{dst: ep.rid, req: m.sreq}).encode)
+	}
+}
+
+// RecvData receives the message's data into buf (ucp_am_recv_data_nbx).
+// For a rendezvous message it fetches the data from the sender's buffer
+// (inside the handler, or after it kept the message); the request
+// completes when the data is in buf, or with the failure of the transfer
+// or of the endpoint, and the sender's request completes with it. For
+// eager data, valid inside the handler or once kept, it copies. A buffer
+// shorter than the data completes the request with a *TruncatedError and
+// nothing is received; a rendezvous message can be received once.
+func (m *AMMessage) RecvData(buf []byte, p *Params) *Request {
+	ep := m.Reply
+	w := ep.w
+	w.lock()
+	defer w.unlock()
+	r := w.getReq(kAMRecv, ep, p)
+	r.info = Info{Length: m.Length, Sender: ep}
+	if len(buf) < m.Length {
+		if m.Rndv && (m.state == amRndvNew || m.state == amRndvKept) {
+			m.state = amRndvDone
+			ep.ctl(amATS, (&ack{dst: ep.rid, req: m.sreq, status: uint8(uct.ErrMessageTruncated)}).encode)
+		}
+		w.complete(r, opErr("am_recv_data", ep.name, &TruncatedError{Length: m.Length, Buffer: len(buf)}))
+		return r
+	}
+	if !m.Rndv {
+		copy(buf, m.Data)
+		w.complete(r, nil)
+		return r
+	}
+	if m.state != amRndvNew && m.state != amRndvKept {
+		w.complete(r, opErr("am_recv_data", ep.name, fmt.Errorf("rendezvous data already received or released: %w", uct.ErrInvalidParam)))
+		return r
+	}
+	m.state = amRndvDone
+	switch {
+	case ep.closed:
+		w.complete(r, opErr("am_recv_data", ep.name, uct.ErrCanceled))
+		return r
+	case ep.err != nil:
+		w.complete(r, ep.fail("am_recv_data"))
+		return r
+	}
+	r.buf = buf[:m.Length]
+	r.rndvSrc, r.rndvLen, r.peerReq = ep, m.Length, m.sreq
+	if m.Length > 0 {
+		err := fmt.Errorf("no lane for get: %w", uct.ErrUnsupported)
+		var k *keyEntry
+		if ep.rmaLane >= 0 {
+			k, err = ep.laneKeyRef(m.rkey, ep.rmaLane)
+		}
+		if err == nil {
+			r.ukey = k
+			var inprog bool
+			inprog, err = w.postChunks(r, &ep.lanes[ep.rmaLane], false, r.buf, m.raddr, k.key)
+			if err == nil && inprog {
+				ep.inflight.push(r) // stepDone answers ATS
+				return r
+			}
+		}
+		if err != nil {
+			ep.ctl(amATS, (&ack{dst: ep.rid, req: m.sreq, status: uint8(uct.StatusOf(err))}).encode)
+			w.complete(r, opErr("am_recv_data", ep.name, err))
+			if uct.StatusOf(err).IsEndpointFatal() {
+				w.failEP(ep, err)
+			}
+			return r
+		}
+	}
+	w.finishRndvRecv(r)
+	return r
 }

@@ -83,9 +83,9 @@ func TestAMReply(t *testing.T) {
 			t.Fatalf("AM %d: reply differs", i)
 		}
 	}
-	big := nd.eps[1].AMSend(amPing, nil, make([]byte, nd.eps[1].MaxAM()+1), nil)
+	big := nd.eps[1].AMSend(amPing, make([]byte, nd.eps[1].MaxAM()+1), []byte{1}, nil)
 	if err := nd.wait(big); !errors.Is(err, uct.ErrInvalidParam) {
-		t.Fatalf("oversized AM: %v", err)
+		t.Fatalf("header over one fragment: %v", err)
 	}
 	nd.quit(1)
 	nd.exitOK(1)

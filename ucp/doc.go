@@ -56,6 +56,27 @@
 // (errors.Is uct.ErrMessageTruncated); Info().Length is the message's
 // length.
 //
+// Active messages (AMSend, handlers installed with SetAMHandler) have
+// any size. Header and data that fit one AM fragment (MaxAM) go in one
+// fragment and the handler sees the data in the transport's receive
+// buffer. Larger messages below the rendezvous threshold (RndvThresh, by
+// default one fragment) go eager in fragments, reassembled on arrival
+// (partial messages are keyed by sender and message id, and dropped when
+// the sender's endpoint fails or is purged); larger ones, when the
+// endpoint has a get lane, by rendezvous: an RTS with the user header,
+// the sender's registered buffer and packed key. The handler of a
+// rendezvous message gets AMMessage.Rndv set and Data nil; it receives
+// the data into its own buffer with AMMessage.RecvData
+// (ucp_am_recv_data_nbx: the receiver GETs and answers ATS, which
+// completes the send), from the handler or later after AMMessage.Keep.
+// A handler that neither receives nor keeps it drops the data and the
+// send completes; Release drops a kept one. A handler may Keep eager
+// data too (UCX's returning UCS_INPROGRESS): data assembled from
+// fragments is handed over, one fragment is copied. The header must fit
+// one fragment. An AM rendezvous in flight when its endpoint fails
+// completes the send with the lane's status and the receive-data
+// request with the failure.
+//
 // # Errors
 //
 // In ErrorModePeer every request completes even after a force close or
@@ -79,8 +100,8 @@
 // ErrProcFailedPending while the request stays pending. ResumeMatching
 // restarts matching in the original order; Purge(ep) closes the endpoint,
 // completes the receives that can only match it with its error, drops its
-// unexpected messages and partial rendezvous transfers and then restarts
-// matching. MatchingNeverSuspend completes the receives that can only
+// unexpected messages, partial rendezvous transfers and partial active
+// messages and then restarts matching. MatchingNeverSuspend completes the receives that can only
 // match the failed peer at once and keeps matching. In ErrorModeNone
 // failures still fail the endpoint's requests, but no callback runs and
 // matching never stops.

@@ -412,6 +412,7 @@ func (w *Worker) failEP(ep *Endpoint, err error) {
 }
 
 func (w *Worker) closeLanes(ep *Endpoint) {
+	w.dropAMFrags(ep) // no more fragments can arrive
 	for i := range ep.lanes {
 		if ep.lanes[i].ep != nil {
 			ep.lanes[i].ep.Close()

@@ -40,6 +40,10 @@ func FuzzWire(f *testing.F) {
 	f.Add(uint8(amUser), append(u, 1, 2, 3, 4))
 	f.Add(uint8(amClose), []byte{1, 0, 0, 0})
 	f.Add(uint8(8), []byte{1, 0, 0, 0, 100, 0, 0, 0})
+	f.Add(uint8(9), append((&userFrag{dst: 1, id: 2, mid: 3, total: 10, hdr: []byte{7, 7}}).encode(nil), 1, 2, 3))
+	f.Add(uint8(9), append((&userFrag{dst: 1, id: 2, mid: 3, total: 10, off: 3}).encode(nil), 4, 5, 6, 7, 8, 9, 10))
+	f.Add(uint8(10), (&userRTS{dst: 1, id: 2, sreq: 3, length: 1 << 22, raddr: 5, rkey: []byte{1, 2}, hdr: []byte{3}}).encode(nil))
+	f.Add(uint8(10), (&userRTS{dst: 1, id: 2, sreq: 3}).encode(nil))
 	f.Add(uint8(100), packBundle([]bundlePart{{"shm", []byte{1, 2}}}))
 	f.Fuzz(func(t *testing.T, id uint8, b []byte) {
 		check := func(err error) {
@@ -47,7 +51,7 @@ func FuzzWire(f *testing.F) {
 				t.Fatalf("error %v does not wrap ErrInvalidParam", err)
 			}
 		}
-		switch id % 9 {
+		switch id % 11 {
 		case 0:
 			m, err := decodeWireup(b)
 			check(err)
@@ -95,6 +99,18 @@ func FuzzWire(f *testing.F) {
 			check(err)
 			if err == nil && !bytes.Equal(le.AppendUint32(le.AppendUint32(nil, dst), ms), b) {
 				t.Fatal("keepalive round trip")
+			}
+		case 9:
+			m, err := decodeUserFrag(b)
+			check(err)
+			if err == nil && !bytes.Equal(append(m.encode(nil), m.data...), b) {
+				t.Fatal("am fragment round trip")
+			}
+		case 10:
+			m, err := decodeUserRTS(b)
+			check(err)
+			if err == nil && !bytes.Equal(m.encode(nil), b) {
+				t.Fatal("am rts round trip")
 			}
 		case 7:
 			ps, err := decodeBundle(b)

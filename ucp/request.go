@@ -21,11 +21,13 @@ const (
 	kAtomicFetch
 	kFlush
 	kClose
-	kCtl // internal control message (ATS, RTR, ATP, close)
+	kCtl    // internal control message (ATS, RTR, ATP, close)
+	kAMRecv // AMMessage.RecvData of a rendezvous active message
 )
 
 var kindOp = [...]string{kTagSend: "tag_send", kTagRecv: "tag_recv", kAMSend: "am_send", kPut: "put", kGet: "get",
-	kAtomic: "atomic_post", kAtomicFetch: "atomic_fetch", kFlush: "flush", kClose: "close", kCtl: "control"}
+	kAtomic: "atomic_post", kAtomicFetch: "atomic_fetch", kFlush: "flush", kClose: "close", kCtl: "control",
+	kAMRecv: "am_recv_data"}
 
 // Info describes a completed request: for receives the message's length
 // (also when it was truncated), tag and sending endpoint.
@@ -84,6 +86,7 @@ type Request struct {
 	result  *uint64
 	amID    uint16
 	amHdr   []byte
+	amOff   int    // kAMSend in fragments: data bytes sent so far
 	slot    uint64 // rendezvous slot (0: none)
 	closing bool   // kFlush that closes the endpoint afterwards
 	sync    bool   // kTagSend: synchronous (always rendezvous)
@@ -253,7 +256,7 @@ func (r *Request) Cancel() bool {
 		if !w.m.CancelRecv(&r.mr) {
 			return false
 		}
-	case r.list != nil && r.ep != nil && r.list == &r.ep.queue:
+	case r.list != nil && r.ep != nil && r.list == &r.ep.queue && r.amOff == 0:
 		r.ep.queue.remove(r)
 	default:
 		return false

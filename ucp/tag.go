@@ -355,11 +355,11 @@ func (w *Worker) onATS(_ any, data []byte, _ uct.AMFlags) {
 	defer w.unlock()
 	ep := w.epByID(m.dst)
 	r := w.slotGet(m.req)
-	if ep == nil || r == nil || r.ep != ep || r.kind != kTagSend {
+	if ep == nil || r == nil || r.ep != ep || r.kind != kTagSend && r.kind != kAMSend {
 		return
 	}
 	if m.status != 0 {
-		w.complete(r, opErr("tag_send", ep.name, fmt.Errorf("receiver: %w", uct.Status(m.status))))
+		w.complete(r, opErr(kindOp[r.kind], ep.name, fmt.Errorf("receiver: %w", uct.Status(m.status))))
 		return
 	}
 	w.complete(r, nil)
@@ -433,7 +433,7 @@ func (w *Worker) stepDone(r *Request) {
 			ep.ctl(amATP, (&ack{dst: ep.rid, req: r.peerReq}).encode)
 		}
 		w.complete(r, nil)
-	case kTagRecv:
+	case kTagRecv, kAMRecv:
 		w.finishRndvRecv(r)
 	case kFlush, kClose:
 		w.finishFlush(r)

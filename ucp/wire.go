@@ -11,15 +11,17 @@ import (
 // eager, carries after the tag) the receiver's endpoint id, so the
 // receiver finds the sending endpoint with one slice index.
 const (
-	amWireup    = 1 // kind u8, sender ep id u32, receiver ep id u32, worker address
-	amEager     = 2 // tag u64 (native order, the AMShort header), dst u32, data
-	amRTS       = 3 // tag u64, dst u32, sreq u64, length u64, raddr u64, rkey (u16 + bytes; empty: send RTR)
-	amATS       = 4 // dst u32, sreq u64, status u8
-	amRTR       = 5 // dst u32, sreq u64, rreq u64, raddr u64, length u64, rkey (u16 + bytes)
-	amATP       = 6 // dst u32, rreq u64, status u8
-	amUser      = 7 // dst u32, id u16, hdrlen u16, hdr, data
-	amKeepalive = 8 // dst u32, the sender's keepalive interval in ms u32
-	amClose     = 9 // dst u32
+	amWireup    = 1  // kind u8, sender ep id u32, receiver ep id u32, worker address
+	amEager     = 2  // tag u64 (native order, the AMShort header), dst u32, data
+	amRTS       = 3  // tag u64, dst u32, sreq u64, length u64, raddr u64, rkey (u16 + bytes; empty: send RTR)
+	amATS       = 4  // dst u32, sreq u64, status u8
+	amRTR       = 5  // dst u32, sreq u64, rreq u64, raddr u64, length u64, rkey (u16 + bytes)
+	amATP       = 6  // dst u32, rreq u64, status u8
+	amUser      = 7  // dst u32, id u16, hdrlen u16, hdr, data
+	amKeepalive = 8  // dst u32, the sender's keepalive interval in ms u32
+	amClose     = 9  // dst u32
+	amUserFrag  = 10 // dst u32, id u16, hdrlen u16, mid u64, total u64, offset u64, hdr (offset 0 only), data
+	amUserRTS   = 11 // dst u32, id u16, hdrlen u16, sreq u64, length u64, raddr u64, rkey (u16 + bytes), hdr
 )
 
 const (
@@ -197,4 +199,82 @@ func decodeDst(b []byte) (uint32, error) {
 		return 0, errWire("control")
 	}
 	return le.Uint32(b), nil
+}
+
+// userFrag is one fragment of an active message larger than one
+// fragment; the first (offset 0) carries the user header.
+type userFrag struct {
+	dst   uint32
+	id    uint16
+	mid   uint64 // the sender's message id
+	total uint64 // data length of the whole message
+	off   uint64 // offset of this fragment's data
+	hdr   []byte
+	data  []byte // decode only; sent as the AMBcopy payload
+}
+
+const userFragHdr = 4 + 2 + 2 + 8 + 8 + 8
+
+// encode appends the fragment's header and user header to b.
+func (m *userFrag) encode(b []byte) []byte {
+	b = le.AppendUint32(b, m.dst)
+	b = le.AppendUint16(b, m.id)
+	b = le.AppendUint16(b, uint16(len(m.hdr)))
+	b = le.AppendUint64(b, m.mid)
+	b = le.AppendUint64(b, m.total)
+	b = le.AppendUint64(b, m.off)
+	return append(b, m.hdr...)
+}
+
+func decodeUserFrag(b []byte) (userFrag, error) {
+	if len(b) < userFragHdr {
+		return userFrag{}, errWire("am fragment")
+	}
+	m := userFrag{dst: le.Uint32(b), id: le.Uint16(b[4:]), mid: le.Uint64(b[8:]), total: le.Uint64(b[16:]), off: le.Uint64(b[24:])}
+	n := int(le.Uint16(b[6:]))
+	if len(b) < userFragHdr+n || n > 0 && m.off != 0 || m.off > m.total || m.total > 1<<48 {
+		return userFrag{}, errWire("am fragment")
+	}
+	m.hdr = b[userFragHdr : userFragHdr+n]
+	m.data = b[userFragHdr+n:]
+	return m, nil
+}
+
+// userRTS announces a rendezvous active message.
+type userRTS struct {
+	dst    uint32
+	id     uint16
+	sreq   uint64
+	length uint64
+	raddr  uint64
+	rkey   []byte
+	hdr    []byte
+}
+
+const userRTSFixed = 4 + 2 + 2 + 8 + 8 + 8 + 2
+
+func (m *userRTS) encode(b []byte) []byte {
+	b = le.AppendUint32(b[:0], m.dst)
+	b = le.AppendUint16(b, m.id)
+	b = le.AppendUint16(b, uint16(len(m.hdr)))
+	b = le.AppendUint64(b, m.sreq)
+	b = le.AppendUint64(b, m.length)
+	b = le.AppendUint64(b, m.raddr)
+	b = le.AppendUint16(b, uint16(len(m.rkey)))
+	b = append(b, m.rkey...)
+	return append(b, m.hdr...)
+}
+
+func decodeUserRTS(b []byte) (userRTS, error) {
+	if len(b) < userRTSFixed {
+		return userRTS{}, errWire("am rts")
+	}
+	m := userRTS{dst: le.Uint32(b), id: le.Uint16(b[4:]), sreq: le.Uint64(b[8:]), length: le.Uint64(b[16:]), raddr: le.Uint64(b[24:])}
+	nh, nk := int(le.Uint16(b[6:])), int(le.Uint16(b[32:]))
+	if len(b) != userRTSFixed+nk+nh || m.length > 1<<48 {
+		return userRTS{}, errWire("am rts")
+	}
+	m.rkey = b[userRTSFixed : userRTSFixed+nk]
+	m.hdr = b[userRTSFixed+nk:]
+	return m, nil
 }

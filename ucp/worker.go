@@ -41,11 +41,21 @@ type AMMessage struct {
 	// Reply is the endpoint the message came from; the handler may send
 	// on it.
 	Reply *Endpoint
+	// Length is the length of the message's data, also when the data
+	// has not arrived yet (Rndv).
+	Length int
+	// Rndv says the data is still in the sender's buffer (rendezvous):
+	// Data is nil and RecvData fetches it (am.go).
+	Rndv bool
+
+	amState
 }
 
 // AMHandler handles active messages of one id. It runs inside Progress,
 // without the worker's lock: it may start operations but must not call
-// Progress or block.
+// Progress or block. For a message larger than one fragment it may keep
+// the data (AMMessage.Keep) or receive it into its own buffer
+// (AMMessage.RecvData, required to get rendezvous data).
 type AMHandler func(m *AMMessage)
 
 // Worker is a progress engine with its own ifaces, endpoints, tag matcher
@@ -73,7 +83,9 @@ type Worker struct {
 	slotGen   []uint32
 	freeSlots []uint32
 
-	am map[uint16]AMHandler
+	am      map[uint16]AMHandler
+	amSeq   uint64       // id of our last multi-fragment active message
+	amFrags *match.Queue // active messages being assembled, by (source, id)
 
 	regs *regCache // rendezvous registrations
 
@@ -106,7 +118,8 @@ func (c *Context) NewWorker() (*Worker, error) {
 	var rb [8]byte
 	rand.Read(rb[:])
 	w := &Worker{ctx: c, cfg: c.cfg, uuid: binary.LittleEndian.Uint64(rb[:]) | 1, byUUID: map[uint64]*Endpoint{},
-		am: map[uint16]AMHandler{}, safe: c.cfg.ThreadSafe, eps: []*Endpoint{nil}, regs: newRegCache()}
+		am: map[uint16]AMHandler{}, safe: c.cfg.ThreadSafe, eps: []*Endpoint{nil}, regs: newRegCache(),
+		amFrags: match.NewQueue()}
 	mm := match.Suspend
 	if c.cfg.MatchingMode == MatchingNeverSuspend {
 		mm = match.NeverSuspend
@@ -152,6 +165,8 @@ func (w *Worker) setHandlers(wi *wiface) {
 	it.SetAMHandler(amUser, w.onUser, nil)
 	it.SetAMHandler(amKeepalive, w.onKeepalive, nil)
 	it.SetAMHandler(amClose, w.onClose, nil)
+	it.SetAMHandler(amUserFrag, w.onUserFrag, nil)
+	it.SetAMHandler(amUserRTS, w.onUserRTS, nil)
 }
 
 func (w *Worker) lock() {
