@@ -167,7 +167,7 @@ func TestPutGetAtomics(t *testing.T) {
 }
 
 func TestEnvOverrides(t *testing.T) {
-	env := map[string]string{EnvRndvThresh: "16k", EnvErrMode: "peer", EnvKeepalive: "250ms",
+	env := map[string]string{EnvRndvThresh: "16k", EnvErrMode: "peer", EnvKeepalive: "250ms", EnvSilentPeers: "1",
 		EnvMatchingMode: "never_suspend", EnvTLS: "shm", EnvRndvScheme: "put", EnvThreadSafe: "true"}
 	ctx, err := newContext(Config{}, func(k string) string { return env[k] })
 	if err != nil {
@@ -175,11 +175,11 @@ func TestEnvOverrides(t *testing.T) {
 	}
 	defer ctx.Close()
 	c := ctx.Config()
-	if c.RndvThresh != 16<<10 || c.ErrorMode != ErrorModePeer || c.KeepaliveInterval.Milliseconds() != 250 ||
+	if c.RndvThresh != 16<<10 || c.ErrorMode != ErrorModePeer || c.KeepaliveInterval.Milliseconds() != 250 || !c.DetectSilentPeers ||
 		c.MatchingMode != MatchingNeverSuspend || c.RndvScheme != RndvPut || !c.ThreadSafe || len(c.Transports) != 1 {
 		t.Fatalf("config %+v", c)
 	}
-	for k, v := range map[string]string{EnvTLS: "nosuch", EnvErrMode: "x", EnvRndvThresh: "abc", EnvKeepalive: "soon"} {
+	for k, v := range map[string]string{EnvTLS: "nosuch", EnvErrMode: "x", EnvRndvThresh: "abc", EnvKeepalive: "soon", EnvSilentPeers: "maybe"} {
 		_, err := newContext(Config{}, func(key string) string {
 			if key == k {
 				return v

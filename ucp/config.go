@@ -72,11 +72,15 @@ type Config struct {
 	// ErrorMode is None (default) or Peer.
 	ErrorMode ErrorMode
 	// KeepaliveInterval is the period of liveness checks and heartbeats
-	// in Peer mode (default 1s; negative disables). A peer is judged
-	// silent after three of its intervals without a heartbeat, so a peer
-	// that computes without calling Progress for longer needs a longer
-	// interval.
+	// in Peer mode (default 1s; negative disables).
 	KeepaliveInterval time.Duration
+	// DetectSilentPeers fails, in Peer mode, the endpoint of a peer none
+	// of whose heartbeats arrived for three of its keepalive intervals,
+	// even though its process and lanes are alive: it is stopped, hung or
+	// cut off, or it has not called Progress for that long. Off by
+	// default, because a healthy peer in a long compute phase without
+	// Progress looks the same; dead peers are detected either way.
+	DetectSilentPeers bool
 	// MatchingMode is Suspend (default) or NeverSuspend.
 	MatchingMode MatchingMode
 	// SourceTagMask names the tag bits that carry the sender's rank;
@@ -149,6 +153,7 @@ const (
 	EnvRndvScheme   = "UCGO_RNDV_SCHEME"
 	EnvErrMode      = "UCGO_ERR_MODE"
 	EnvKeepalive    = "UCGO_KEEPALIVE_INTERVAL"
+	EnvSilentPeers  = "UCGO_KEEPALIVE_SILENT"
 	EnvMatchingMode = "UCGO_MATCHING_MODE"
 	EnvThreadSafe   = "UCGO_THREAD_SAFE"
 )
@@ -232,6 +237,13 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 		if d == 0 {
 			cfg.KeepaliveInterval = -1
 		}
+	}
+	if v := getenv(EnvSilentPeers); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return bad(EnvSilentPeers, v, err)
+		}
+		cfg.DetectSilentPeers = b
 	}
 	if v := getenv(EnvMatchingMode); v != "" {
 		switch strings.ToLower(v) {

@@ -87,11 +87,13 @@
 // dead peer an error matching uct.ErrPeerFailed). Peer death comes from
 // the transport (shm: pidfd) or from keepalive: every KeepaliveInterval
 // the worker checks the liveness of every lane (uct CheckLiveness) and
-// sends each peer a heartbeat. A peer none of whose heartbeats arrived
-// for three intervals (its own, if longer) is silent: stopped, hung, cut
-// off, or not calling Progress for that long; its endpoint fails with an
-// error matching uct.ErrEndpointTimeout. Peers that send no heartbeats
-// (ErrorModeNone, keepalive disabled) are never judged silent.
+// sends each peer a heartbeat. With Config.DetectSilentPeers a peer none
+// of whose heartbeats arrived for three intervals (its own, if longer) is
+// silent: stopped, hung, cut off, or not calling Progress for that long;
+// its endpoint fails with an error matching uct.ErrEndpointTimeout. It is
+// off by default, so a peer in a long compute phase is not failed; peers
+// that send no heartbeats (ErrorModeNone, keepalive disabled) are never
+// judged silent.
 //
 // When an endpoint fails, tag matching is suspended (MatchingSuspend):
 // messages from healthy peers are still accepted and queued as
@@ -117,6 +119,7 @@
 //	UCGO_RNDV_SCHEME=get|put      rendezvous data mover
 //	UCGO_ERR_MODE=none|peer       error mode
 //	UCGO_KEEPALIVE_INTERVAL=1s    keepalive period (Go duration or seconds; 0 disables)
+//	UCGO_KEEPALIVE_SILENT=1       fail peers that send no heartbeats (DetectSilentPeers)
 //	UCGO_MATCHING_MODE=suspend|never_suspend
 //	UCGO_THREAD_SAFE=1            workers safe for several goroutines
 //

@@ -807,10 +807,18 @@ func armed(ep *Endpoint) bool {
 	return ep.kaPeer != 0
 }
 
+// missed returns the keepalive rounds in a row without a heartbeat from
+// ep's peer.
+func missed(ep *Endpoint) int {
+	ep.w.lock()
+	defer ep.w.unlock()
+	return ep.kaMissed
+}
+
 // TestErrKeepaliveStopped stops rank 1 with SIGSTOP: pidfd sees a live
 // process and shm's liveness check passes, but the peer is silent, so
-// keepalive fails its endpoint with uct.ErrEndpointTimeout; rank 2 keeps
-// exchanging messages.
+// keepalive with DetectSilentPeers fails its endpoint with
+// uct.ErrEndpointTimeout; rank 2 keeps exchanging messages.
 func TestErrKeepaliveStopped(t *testing.T) {
 	for _, tls := range errTLS {
 		t.Run(tls, func(t *testing.T) {
@@ -819,7 +827,7 @@ func TestErrKeepaliveStopped(t *testing.T) {
 			// and it gives us as much: a loaded machine does not make a
 			// healthy peer look silent.
 			const ival = 100 * time.Millisecond
-			c := errCase{cfg: Config{ErrorMode: ErrorModePeer, KeepaliveInterval: ival}}
+			c := errCase{cfg: Config{ErrorMode: ErrorModePeer, KeepaliveInterval: ival, DetectSilentPeers: true}}
 			nd := world(t, 3, "kaecho", tlsConfig(t, c.cfg, tls), append(c.env(tls), EnvKeepalive+"=2s",
 				rankEnvPrefix+"1="+EnvKeepalive+"="+ival.String())...)
 			ep1, ep2 := nd.eps[1], nd.eps[2]
@@ -844,6 +852,36 @@ func TestErrKeepaliveStopped(t *testing.T) {
 			errEcho(t, nd, 2, 50)
 			nd.quit(2)
 			nd.exitOK(2)
+		})
+	}
+}
+
+// TestErrKeepaliveSilentOff: without DetectSilentPeers a stopped peer
+// (as a peer in a long compute phase without Progress) misses many more
+// heartbeat rounds than would fail it, stays healthy, and once continued
+// exchanges messages as before.
+func TestErrKeepaliveSilentOff(t *testing.T) {
+	for _, tls := range errTLS {
+		t.Run(tls, func(t *testing.T) {
+			const ival = 50 * time.Millisecond
+			c := errCase{cfg: Config{ErrorMode: ErrorModePeer, KeepaliveInterval: ival}}
+			nd := world(t, 2, "kaecho", tlsConfig(t, c.cfg, tls), append(c.env(tls), EnvKeepalive+"="+ival.String())...)
+			ep1 := nd.eps[1]
+			nd.progressUntil("a heartbeat from rank 1", func() bool { return armed(ep1) })
+			nd.must(nd.procs[1].Process.Signal(syscall.SIGSTOP))
+			nd.progressUntil("4x the rounds that fail a silent peer", func() bool {
+				return missed(ep1) >= 4*keepaliveMisses || ep1.Err() != nil
+			})
+			if err := ep1.Err(); err != nil {
+				t.Fatalf("stopped peer failed without DetectSilentPeers: %v", err)
+			}
+			nd.must(nd.procs[1].Process.Signal(syscall.SIGCONT))
+			errEcho(t, nd, 1, 20)
+			if len(nd.errs) != 0 {
+				t.Fatalf("%d error handler calls", len(nd.errs))
+			}
+			nd.quit(1)
+			nd.exitOK(1)
 		})
 	}
 }

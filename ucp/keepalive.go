@@ -12,21 +12,24 @@ import (
 //
 //   - the transports' own liveness check of every lane (CheckLiveness:
 //     shm asks the kernel whether the peer process exists, rc sends a
-//     zero-length write);
-//   - silence detection: the worker sends a heartbeat carrying its
-//     interval on every endpoint each round, and declares a peer silent
-//     when none of its heartbeats arrived in keepaliveMisses consecutive
-//     rounds (more if the peer's interval is longer than ours: the
-//     rounds cover keepaliveMisses of the peer's intervals).
+//     zero-length write, which a peer whose provider no longer answers
+//     fails with retry exceeded);
+//   - heartbeats: the worker sends one carrying its interval on every
+//     endpoint each round and counts the rounds in which none arrived
+//     (more than keepaliveMisses rounds if the peer's interval is longer
+//     than ours: the rounds cover keepaliveMisses of the peer's
+//     intervals).
 //
-// A silent peer is one whose worker sends nothing we receive: it is
-// stopped (SIGSTOP), hung, frozen or cut off, or it does not call
-// Progress (directly or by waiting on a request) for about
-// keepaliveMisses intervals. Its endpoint fails with an error matching
-// uct.ErrEndpointTimeout. Detection is armed by the peer's first
-// heartbeat, so peers that do not send heartbeats (ErrorModeNone,
-// keepalive disabled) are never judged silent, and rounds that our own
-// worker skipped (it did not progress) are not counted.
+// With Config.DetectSilentPeers a peer that missed that many rounds is
+// silent and its endpoint fails with an error matching
+// uct.ErrEndpointTimeout. A silent peer is one whose worker sends nothing
+// we receive: it is stopped (SIGSTOP), hung, frozen or cut off, or it
+// does not call Progress (directly or by waiting on a request) for about
+// keepaliveMisses intervals; the last is why detection is off by
+// default. Detection is armed by the peer's first heartbeat, so peers
+// that do not send heartbeats (ErrorModeNone, keepalive disabled) are
+// never judged silent, and rounds that our own worker skipped (it did not
+// progress) are not counted.
 const keepaliveMisses = 3
 
 // heartbeat is one keepalive round for the healthy endpoint ep (lock
@@ -46,7 +49,7 @@ func (w *Worker) heartbeat(ep *Endpoint) bool {
 		ep.kaHeard = false
 		peer := time.Duration(ep.kaPeer) * time.Millisecond
 		allowed := keepaliveMisses * max(1, int((peer+own-1)/own))
-		if ep.kaMissed >= allowed {
+		if w.cfg.DetectSilentPeers && ep.kaMissed >= allowed {
 			w.failEP(ep, uct.NewOpError("", "keepalive", ep.name, uct.ErrEndpointTimeout,
 				fmt.Errorf("no heartbeat from the peer in %d keepalive rounds", ep.kaMissed)))
 			return true
