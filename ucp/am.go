@@ -171,6 +171,7 @@ func (w *Worker) onUser(_ any, data []byte, _ uct.AMFlags) {
 type amState struct {
 	state uint8 // amEager...
 	owned bool  // Data is the worker's assembly buffer
+	kept  bool  // the handler kept Data
 	sreq  uint64
 	raddr uint64
 	rkey  []byte
@@ -212,7 +213,7 @@ func (w *Worker) onUserFrag(_ any, data []byte, _ uct.AMFlags) {
 			w.unlock()
 			return
 		}
-		a = &amAsm{id: m.id, hdr: append([]byte(nil), m.hdr...), buf: make([]byte, m.total)}
+		a = &amAsm{id: m.id, hdr: append([]byte(nil), m.hdr...), buf: w.getAMBuf(int(m.total))}
 		a.f = match.Frag{Src: src, ID: m.mid, Data: a}
 		if !w.amFrags.Add(&a.f) {
 			w.unlock()
@@ -245,6 +246,40 @@ func (w *Worker) onUserFrag(_ any, data []byte, _ uct.AMFlags) {
 	msg := &AMMessage{ID: a.id, Header: a.hdr, Data: a.buf, Reply: ep, Length: len(a.buf)}
 	msg.owned = true
 	h(msg)
+	if !msg.kept {
+		w.lock()
+		w.putAMBuf(a.buf)
+		w.unlock()
+	}
+}
+
+// amBufMax bounds the assembly buffers the worker keeps for reuse.
+const (
+	amBufMax   = 4 << 20
+	amBufCount = 8
+)
+
+// getAMBuf returns an assembly buffer of n bytes (lock held).
+func (w *Worker) getAMBuf(n int) []byte {
+	for i := len(w.amBufs) - 1; i >= 0; i-- {
+		if b := w.amBufs[i]; cap(b) >= n {
+			w.amBufs = append(w.amBufs[:i], w.amBufs[i+1:]...)
+			return b[:n]
+		}
+	}
+	return make([]byte, n)
+}
+
+// putAMBuf keeps b for reuse (lock held).
+func (w *Worker) putAMBuf(b []byte) {
+	if cap(b) == 0 || cap(b) > amBufMax {
+		return
+	}
+	if len(w.amBufs) == amBufCount {
+		copy(w.amBufs, w.amBufs[1:]) // forget the oldest
+		w.amBufs = w.amBufs[:amBufCount-1]
+	}
+	w.amBufs = append(w.amBufs, b)
 }
 
 // dropAMFrags drops the partial active messages from ep (lock held).
@@ -297,6 +332,7 @@ func (m *AMMessage) Keep() []byte {
 			m.Data = append([]byte(nil), m.Data...)
 			m.owned = true
 		}
+		m.kept = true
 		return m.Data
 	}
 	w := m.Reply.w

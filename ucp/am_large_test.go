@@ -107,7 +107,8 @@ func TestAMLarge(t *testing.T) {
 			ep := nd.eps[1]
 			hdr := []byte("header")
 			max := ep.MaxAM() - len(hdr)
-			for i, n := range []int{0, 1, max, max + 1, 64 << 10, 4 << 20} {
+			// the last two reuse assembly buffers of earlier messages
+			for i, n := range []int{0, 1, max, max + 1, 64 << 10, 4 << 20, 64<<10 + 1, max + 2} {
 				data := pattern(n, byte(i))
 				nd.must(nd.wait(ep.AMSend(amBig, hdr, data, nil)))
 				ctx, cancel := testCtx()

@@ -86,6 +86,7 @@ type Worker struct {
 	am      map[uint16]AMHandler
 	amSeq   uint64       // id of our last multi-fragment active message
 	amFrags *match.Queue // active messages being assembled, by (source, id)
+	amBufs  [][]byte     // assembly buffers no handler kept
 
 	regs *regCache // rendezvous registrations
 
