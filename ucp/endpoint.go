@@ -484,7 +484,8 @@ func (ep *Endpoint) Close(mode CloseMode) *Request {
 }
 
 // Flush returns a request that completes when every operation started on
-// the endpoint so far has completed (or with the endpoint's error).
+// the endpoint so far has completed (or with the endpoint's error; on a
+// closed endpoint with an error matching uct.ErrClosed).
 func (ep *Endpoint) Flush(p *Params) *Request {
 	w := ep.w
 	w.lock()
@@ -492,6 +493,10 @@ func (ep *Endpoint) Flush(p *Params) *Request {
 	r := w.getReq(kFlush, ep, p)
 	if ep.err != nil {
 		w.complete(r, ep.fail("flush"))
+		return r
+	}
+	if ep.closed {
+		w.complete(r, opErr("flush", ep.name, uct.ErrClosed))
 		return r
 	}
 	w.flushers = append(w.flushers, r)

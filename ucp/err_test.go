@@ -672,7 +672,7 @@ func testErrCloseInHandler(t *testing.T, tls string, c errCase, mode CloseMode, 
 // TestErrForceClose force-closes an endpoint to a live (stopped) peer
 // with sends queued by back-pressure, rendezvous sends, RMA and a flush
 // in flight: every request completes, canceled, no error handler runs,
-// and new operations fail with uct.ErrClosed.
+// and new operations (flush included) fail with uct.ErrClosed.
 func TestErrForceClose(t *testing.T) {
 	for _, tls := range errTLS {
 		for _, x := range []struct {
@@ -745,6 +745,7 @@ func TestErrForceClose(t *testing.T) {
 				}
 				r := ep.TagSend(nil, mkTag(0, tagX), nil)
 				failedWith(t, "send after close", nd.wait(r), uct.ErrClosed)
+				failedWith(t, "flush after close", nd.wait(ep.Flush(nil)), uct.ErrClosed)
 				nd.w.Progress()
 				if len(nd.errs) != 0 {
 					t.Fatalf("error handler ran after a force close: %v", (<-nd.errs).err)
