@@ -255,7 +255,12 @@ func (ep *Endpoint) doRMA(r *Request) error {
 }
 
 // postChunks posts buf in chunks of the lane's zcopy limit. It returns
-// whether some chunk is still in progress (then r.comp fires stepDone).
+// whether some chunk is still in progress (then r.comp fires onComp). If a
+// chunk fails to post while earlier ones are in flight, the error is kept
+// as r.comp's status and postChunks reports them in progress: onComp then
+// completes r with that first error once every posted chunk has reported,
+// so no completion touches r after it completed (and was perhaps reused).
+// An error is returned only when no chunk is in flight.
 func (w *Worker) postChunks(r *Request, ln *lane, put bool, buf []byte, raddr uint64, k uct.RKey) (bool, error) {
 	max := ln.attr.GetMaxZcopy
 	if put {
@@ -281,7 +286,12 @@ func (w *Worker) postChunks(r *Request, ln *lane, put bool, buf []byte, raddr ui
 		}
 		r.comp.Count--
 		if err != nil {
-			// chunks already in flight complete into a request that is done
+			if r.comp.Count > 1 {
+				r.comp.Status = err
+				r.comp.Count--
+				return true, nil
+			}
+			r.comp.Count = 0
 			return false, err
 		}
 	}
