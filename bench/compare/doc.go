@@ -46,12 +46,19 @@
 //     by size itself.
 //
 // Figures: latency is the median ("typical", ucx_perftest's 50th
-// percentile) one-way latency in µs; bandwidth is the overall MB/s (2^20
-// bytes). For ping-pong tests ours counts a round trip as one message and
-// UCX a one-way message, so compare doubles our rate and bandwidth of
-// ping-pong tests to put them in UCX's terms. Sizes a tool cannot run (say
-// am_lat beyond the transport's AM limit) show "–" and are listed under
-// the table with the tool's message.
+// percentile) in µs: one-way for ping-pong tests, the time per operation
+// posted for bandwidth tests (ucx_perftest's "overhead"). Bandwidth is MB/s
+// (2^20 bytes): the overall figure (bytes over the wall time of the
+// measured phase) for bandwidth tests, size over the median one-way
+// latency for latency tests, whose overall figures carry every stall of a
+// loaded machine. For ping-pong tests ours counts a round trip as one
+// message and UCX a one-way message, so the raw figures of ours in
+// results.json have their rate and bandwidth doubled to put them in UCX's
+// terms. ucx_perftest sometimes prints "inf" for an average; that figure
+// is recorded as 0. Sizes a tool cannot run (say am_lat beyond the
+// transport's AM limit) show "–" and are listed under the table with the
+// tool's message; -replot results.json writes the table and plots again
+// from an earlier run without measuring.
 //
 // ucx_perftest's output is decoded by parseUCX (ucxparse.go; fuzz target
 // FuzzParseUCX, real outputs in testdata/).

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,6 +32,7 @@ type config struct {
 	MaxBytes   int
 	Window     int
 	Repeats    int
+	Replot     string
 	Out        string
 	Perftest   string
 	UCX        string
@@ -66,6 +68,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.Perftest, "perftest", "", "our perftest binary (default: go build ./bench/perftest)")
 	fs.StringVar(&c.UCX, "ucx", "ucx_perftest", "ucx_perftest binary")
 	noInstall := fs.Bool("no-install", false, "do not install ucx-utils with apt-get when ucx_perftest is missing")
+	fs.StringVar(&c.Replot, "replot", "", "do not measure: print the table and write the outputs again from this results.json")
 	fs.DurationVar(&c.Timeout, "timeout", 3*time.Minute, "time limit of one run of either tool")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -182,6 +185,9 @@ func compare(cfg *config, stdout, stderr io.Writer) error {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return err
 	}
+	if cfg.Replot != "" {
+		return replot(cfg, stdout)
+	}
 	ucxPath, err := findUCX(cfg.UCX, cfg.Install, stderr)
 	if err != nil {
 		return err
@@ -240,14 +246,14 @@ func compareTest(cfg *config, ours *oursRunner, ucx *ucxRunner, t *testMap, tr *
 		// the machine does not fall on one tool's runs only.
 		var oursRuns, ucxRuns []figures
 		var oursErrs, ucxErrs []string
-		// A tool that fails its first run (size beyond its limit, say) is
-		// not run again.
-		for rep := 0; rep < cfg.Repeats; rep++ {
-			if rep > 0 && (len(oursRuns) == 0 || len(ucxRuns) == 0) {
-				break
-			}
+		// When a tool says the size is beyond its limit, neither is run
+		// again at this size; other failures (a timeout on a loaded
+		// machine) do not stop the repeats.
+		oursLimit, ucxLimit := false, false
+		for rep := 0; rep < cfg.Repeats && !oursLimit && !ucxLimit; rep++ {
 			if f, err := ours.run(t, tr, size, iters, warmup, cfg.Window); err != nil {
 				oursErrs = append(oursErrs, err.Error())
+				oursLimit = limitError(err.Error())
 			} else {
 				oursRuns = append(oursRuns, f)
 			}
@@ -272,6 +278,8 @@ func compareTest(cfg *config, ours *oursRunner, ucx *ucxRunner, t *testMap, tr *
 			}
 			if err != nil {
 				ucxErrs = append(ucxErrs, err.Error())
+				var ue *ucxError
+				ucxLimit = errors.As(err, &ue) && ue.unsupported()
 			} else {
 				ucxRuns = append(ucxRuns, f)
 			}
@@ -285,6 +293,27 @@ func compareTest(cfg *config, ours *oursRunner, ucx *ucxRunner, t *testMap, tr *
 		rows = append(rows, r)
 	}
 	return rows
+}
+
+// replot reads a results.json of an earlier run and writes the outputs
+// again, for the transports it has.
+func replot(cfg *config, stdout io.Writer) error {
+	b, err := os.ReadFile(cfg.Replot)
+	if err != nil {
+		return err
+	}
+	var res results
+	if err := json.Unmarshal(b, &res); err != nil {
+		return fmt.Errorf("%s: %w", cfg.Replot, err)
+	}
+	cfg.Transports = nil
+	for _, r := range res.Rows {
+		tr := findTransportMap(r.Transport)
+		if tr != nil && !slices.Contains(cfg.Transports, tr) {
+			cfg.Transports = append(cfg.Transports, tr)
+		}
+	}
+	return res.write(cfg, stdout)
 }
 
 // summarize returns the median of each figure over the runs that

@@ -76,6 +76,10 @@ func (r *oursRunner) available(t *testMap, tr *transportMap) string {
 	return ""
 }
 
+// limitError says whether a message of perftest means the size is beyond
+// the transport's limit, which no second run changes.
+func limitError(msg string) bool { return strings.Contains(msg, "exceeds the iface's limit") }
+
 // oursResult is one line of perftest --json.
 type oursResult struct {
 	Test      string `json:"test"`
@@ -98,11 +102,16 @@ func (r *oursRunner) run(t *testMap, tr *transportMap, size, iters, warmup, wind
 		return figures{}, fmt.Errorf("perftest %s: timed out after %v", strings.Join(args, " "), r.timeout)
 	}
 	if err != nil {
+		// perftest's own message ("perftest: ...") rather than the log
+		// lines before it.
 		msg := strings.TrimSpace(stderr.String())
+		if i := strings.LastIndex(msg, "perftest: "); i >= 0 && (i == 0 || msg[i-1] == '\n') {
+			msg = msg[i+len("perftest: "):]
+		}
 		if msg == "" {
 			msg = err.Error()
 		}
-		return figures{}, errors.New(strings.TrimPrefix(msg, "perftest: "))
+		return figures{}, errors.New(msg)
 	}
 	var res oursResult
 	for _, line := range bytes.Split(stdout.Bytes(), []byte("\n")) {

@@ -113,8 +113,10 @@ func parseUCX(out []byte) (figures, error) {
 	}, nil
 }
 
-// numbers parses a result line: eight finite non-negative numbers
-// separated by commas (CSV) or blanks (table).
+// numbers parses a result line: eight non-negative numbers separated by
+// commas (CSV) or blanks (table). ucx_perftest prints "inf" for an average
+// whose samples it lost track of (seen on a loaded machine); such a figure
+// becomes 0, unknown.
 func numbers(line string) ([]float64, bool) {
 	var f []string
 	if strings.Contains(line, ",") {
@@ -128,8 +130,14 @@ func numbers(line string) ([]float64, bool) {
 	v := make([]float64, len(f))
 	for i, s := range f {
 		x, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+		if err != nil || math.IsNaN(x) || x < 0 {
 			return nil, false
+		}
+		if math.IsInf(x, 1) {
+			if i == 0 {
+				return nil, false
+			}
+			x = 0
 		}
 		v[i] = x
 	}

@@ -19,6 +19,7 @@ func TestParseUCX(t *testing.T) {
 		{"uct_am_lat_posix_table.txt", figures{200000, 0.467, 5.013, 64.506, 1.52, 0.12, 199476, 15502}},
 		{"uct_put_bw_posix_v.txt", figures{200000, 0.581, 4.392, 4.392, 14229.30, 14229.30, 227670, 227670}},
 		{"uct_put_bw_tcp_zcopy_fv.txt", figures{1000, 32.762, 1212.018, 2294.980, 51.57, 27.23, 830, 436}},
+		{"uct_am_lat_tcp_inf_fv.txt", figures{5000, 8.261, 0, 1347.136, 0, 0.36, 0, 742}},
 		{"ucp_tag_lat_shm_fv.txt", figures{10000, 0.497, 116.014, 815.795, 0.07, 0.01, 8620, 1226}},
 		{"ucp_tag_bw_shm_table.txt", figures{2000, 88.197, 133.915, 133.915, 7467.43, 7467.43, 7467, 7467}},
 		{"ucp_tag_bw_tcp_fv.txt", figures{2000, 6.700, 82.520, 82.520, 757.40, 757.40, 12118, 12118}},
