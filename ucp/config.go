@@ -63,6 +63,8 @@ type Config struct {
 	// RndvThresh: messages from this size use rendezvous. 0 picks the
 	// largest eager message the AM lane carries in one fragment (or 8192).
 	// Messages that do not fit one eager fragment always use rendezvous.
+	// Active messages larger than one fragment go eager in fragments
+	// below it and by rendezvous from it ("inf": always in fragments).
 	RndvThresh int
 	// RndvScheme picks the rendezvous data mover: RndvGet (default, the
 	// receiver GETs the sender's buffer) or RndvPut (the receiver sends a
