@@ -51,10 +51,8 @@
 // (2^20 bytes): the overall figure (bytes over the wall time of the
 // measured phase) for bandwidth tests, size over the median one-way
 // latency for latency tests, whose overall figures carry every stall of a
-// loaded machine. For ping-pong tests ours counts a round trip as one
-// message and UCX a one-way message, so the raw figures of ours in
-// results.json have their rate and bandwidth doubled to put them in UCX's
-// terms. ucx_perftest sometimes prints "inf" for an average; that figure
+// loaded machine. Both tools count one-way messages in the rates of
+// ping-pong tests. ucx_perftest sometimes prints "inf" for an average; that figure
 // is recorded as 0. Sizes a tool cannot run (say am_lat beyond the
 // transport's AM limit) show "–" and are listed under the table with the
 // tool's message; -replot results.json writes the table and plots again

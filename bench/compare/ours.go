@@ -126,11 +126,5 @@ func (r *oursRunner) run(t *testMap, tr *transportMap, size, iters, warmup, wind
 	if res.Size != size {
 		return figures{}, fmt.Errorf("perftest printed no result for size %d: %s", size, strings.TrimSpace(stdout.String()+stderr.String()))
 	}
-	f := res.figures
-	if t.pingPong() {
-		// Our rates count round trips; ucx_perftest's count one-way
-		// messages (rate = 1/one-way latency). Put ours in UCX's terms.
-		f.RateAvg, f.Rate, f.BWAvg, f.BW = 2*f.RateAvg, 2*f.Rate, 2*f.BWAvg, 2*f.BW
-	}
-	return f, nil
+	return res.figures, nil
 }

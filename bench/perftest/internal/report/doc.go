@@ -11,8 +11,8 @@
 //     tests divide by two: the figures are one-way.
 //   - bandwidth in MB/s (MB = 2^20 bytes, as ucx_perftest) and message rate
 //     in messages per second, each "average" (from the mean sample) and
-//     "overall" (from the wall time). For ping-pong tests one iteration is a
-//     round trip, as in ucx_perftest.
+//     "overall" (from the wall time). For ping-pong tests they count one-way
+//     messages (one iteration is two), as ucx_perftest does.
 //
 // The package owns only numbers and text; the perftest command owns the
 // transports and the clock.

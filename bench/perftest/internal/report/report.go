@@ -116,8 +116,10 @@ func Compute(run Run, samples []uint32) Result {
 	r.LatP99 = p99NS / factor / 1e3
 	r.LatAvg = avgNS / factor / 1e3
 	r.LatOverall = overallNS / factor / 1e3
-	r.RateAvg = perSecond(avgNS)
-	r.Rate = perSecond(overallNS)
+	// A ping-pong iteration carries two messages: the rates (and the
+	// bandwidths) are per one-way message, as ucx_perftest's.
+	r.RateAvg = perSecond(avgNS / factor)
+	r.Rate = perSecond(overallNS / factor)
 	r.BWAvg = r.RateAvg * float64(run.Size) / mbyte
 	r.BW = r.Rate * float64(run.Size) / mbyte
 	return r

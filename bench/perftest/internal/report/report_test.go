@@ -58,7 +58,7 @@ func TestComputeStream(t *testing.T) {
 
 func TestComputePingPongAndEmpty(t *testing.T) {
 	r := Compute(Run{Test: "am_lat", Size: 8, Iterations: 10, PingPong: true, Elapsed: 20 * time.Microsecond}, nil)
-	if r.LatMedian != 1 || r.LatAvg != 1 || r.LatP99 != 1 || r.LatOverall != 1 || r.Rate != 500000 || r.BW != 500000*8.0/(1<<20) {
+	if r.LatMedian != 1 || r.LatAvg != 1 || r.LatP99 != 1 || r.LatOverall != 1 || r.Rate != 1e6 || r.BW != 1e6*8.0/(1<<20) {
 		t.Errorf("without samples: %+v", r)
 	}
 	r = Compute(Run{Test: "am_lat", Size: 8}, nil)
