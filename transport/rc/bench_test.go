@@ -120,6 +120,57 @@ func BenchmarkPutBandwidth(b *testing.B) {
 	p.quit()
 }
 
+// BenchmarkGetBandwidth: 1 MiB RDMA READs (GetZcopy) from the child's
+// memory, up to 16 in flight; it reports the READs re-requested for a
+// missing response per operation.
+func BenchmarkGetBandwidth(b *testing.B) {
+	p := startPeerRole(b, 5*time.Second, "pinned")
+	defer pinSelf()()
+	const size = 1 << 20
+	dst := make([]byte, size)
+	iov := [][]byte{dst}
+	inflight := 0
+	comp := uct.Completion{Func: func(c *uct.Completion) {
+		if c.Status != nil {
+			b.Errorf("%v; counters %+v", c.Status, p.md.dev.Counters())
+		}
+		inflight--
+		c.Count = 1
+	}, Count: 1}
+	comps := make([]uct.Completion, 16)
+	for i := range comps {
+		comps[i] = comp
+	}
+	before := p.md.dev.Counters()
+	b.SetBytes(size)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for inflight == len(comps) {
+			p.it.Progress()
+		}
+		for {
+			c := &comps[i%len(comps)]
+			err := p.ep.GetZcopy(iov, p.memAddr, p.rkey, c)
+			if err == uct.ErrInProgress {
+				inflight++
+				break
+			}
+			if err != uct.ErrNoResource {
+				b.Fatal(err)
+			}
+			p.it.Progress()
+		}
+	}
+	for inflight > 0 {
+		p.it.Progress()
+	}
+	b.StopTimer()
+	c := p.md.dev.Counters()
+	b.ReportMetric(float64(c.ReadRetries-before.ReadRetries)/float64(b.N), "rereads/op")
+	b.ReportMetric(float64(c.Timeouts-before.Timeouts)/float64(b.N), "timeouts/op")
+	p.quit()
+}
+
 // BenchmarkLoopback runs the uct standard benchmarks between two devices
 // on 127.0.0.1 in one process.
 func BenchmarkLoopback(b *testing.B) {

@@ -434,3 +434,80 @@ func TestNetnsPeerKilled(t *testing.T) {
 		t.Errorf("no EventEndpointError")
 	}
 }
+
+// TestNetnsDropRead reads several MiB at once while a fraction of the
+// RoCE packets are dropped both ways: every byte arrives, and a missing
+// READ response re-requests the READs at most once per gap, not once per
+// later response of the same burst.
+func TestNetnsDropRead(t *testing.T) {
+	p := startPeer(t, 10*time.Second)
+	const n, reads, rounds = 1 << 20, 4, 3
+	src := pattern(reads*n, 7)
+	p.must("PutZcopy", func(c *uct.Completion) error { return p.ep.PutZcopy([][]byte{src}, p.memAddr, p.rkey, c) })
+	p.flush()
+	var faults []*fault.Fault
+	for _, ns := range []struct {
+		do   func(func() error) error
+		link string
+	}{{p.pair.A.Do, p.pair.A.Link()}, {p.pair.B.Do, p.pair.B.Link()}} {
+		err := ns.do(func() error {
+			f, err := fault.Drop(ns.link, fault.Config{Fraction: 0.05, OnlyUDPPort: fault.RoCEv2Port})
+			if err == nil {
+				faults = append(faults, f)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatalf("attach drop fault: %v", err)
+		}
+	}
+	defer func() {
+		for _, f := range faults {
+			f.Close()
+		}
+	}()
+	before := p.md.dev.Counters()
+	for round := 0; round < rounds; round++ {
+		dst := make([]byte, reads*n)
+		done := 0
+		for i := 0; i < reads; i++ {
+			c := &uct.Completion{Count: 1, Func: func(c *uct.Completion) {
+				if c.Status != nil {
+					t.Errorf("get: %v", c.Status)
+				}
+				done++
+			}}
+			for {
+				err := p.ep.GetZcopy([][]byte{dst[i*n : (i+1)*n]}, p.memAddr+uint64(i*n), p.rkey, c)
+				if errors.Is(err, uct.ErrNoResource) {
+					p.it.Progress()
+					continue
+				}
+				if err != uct.ErrInProgress {
+					t.Fatalf("get %d: %v", i, err)
+				}
+				break
+			}
+		}
+		p.until("gets", func() bool { return done == reads })
+		if !bytes.Equal(dst, src) {
+			t.Fatalf("round %d: read back differs", round)
+		}
+	}
+	var seen, dropped uint64
+	for _, f := range faults {
+		s, d := f.Counters()
+		seen, dropped = seen+s, dropped+d
+	}
+	c := p.md.dev.Counters()
+	retries := c.ReadRetries - before.ReadRetries
+	t.Logf("%d of %d RoCE packets dropped; %d READ re-requests; device counters %+v", dropped, seen, retries, c)
+	if dropped == 0 {
+		t.Errorf("the fault dropped nothing of %d packets", seen)
+	}
+	// Each re-request needs a response lost since the last one.
+	if retries > dropped {
+		t.Errorf("%d READ re-requests for %d dropped packets", retries, dropped)
+	}
+	p.quit()
+}

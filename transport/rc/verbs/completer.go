@@ -226,6 +226,7 @@ func (qp *QP) handleReadResponse(p *roce.Packet) {
 				return
 			}
 			r.retryLeft--
+			qp.d.ctr.ReadRetries++
 			qp.goBack(r.comp)
 		}
 		return

@@ -124,6 +124,7 @@ type Counters struct {
 	TxDropped      uint64 // send failed (socket full, no route)
 	Retransmits    uint64 // go-back-N restarts (timeout, NAK, RNR)
 	Timeouts       uint64 // local ACK timeouts
+	ReadRetries    uint64 // READs re-requested from a missing response
 	SeqNAKsSent    uint64
 	RNRNAKsSent    uint64
 	SeqNAKsRcvd    uint64
