@@ -269,6 +269,12 @@ func (qp *QP) sendLocked() {
 			break
 		}
 		w := r.at(r.next)
+		if w.wr.Opcode.isRead() && r.comp != r.psn && roce.PSNDiff(r.psn, r.comp)+int32(qp.readPkts(w)) > maxInflight {
+			// A READ's responses all come at once: keep them within the
+			// window too, or a burst overflows the receive buffer and
+			// loses its tail, which only the ACK timer recovers.
+			break
+		}
 		if r.sent == 0 && !w.started {
 			if qp.state == QPSSQD {
 				break
@@ -318,6 +324,16 @@ func (qp *QP) startWQE(w *sendWQE) bool {
 		w.npkts = uint32(max(1, (w.length+mtu-1)/mtu))
 	}
 	return true
+}
+
+// readPkts returns how many responses the (re)issue of READ w asks for.
+func (qp *QP) readPkts(w *sendWQE) uint32 {
+	r := &qp.req
+	if w.started {
+		return w.npkts - r.sent
+	}
+	mtu := uint64(qp.mtu)
+	return uint32(max(1, (w.length+mtu-1)/mtu))
 }
 
 // emitRequest sends packets of w starting at r.sent and returns how many.
