@@ -411,11 +411,13 @@ func (w *Worker) failEP(ep *Endpoint, err error) {
 	}
 }
 
+// closeLanes detaches ep's lanes (lock held); unlock closes their uct
+// endpoints.
 func (w *Worker) closeLanes(ep *Endpoint) {
 	w.dropAMFrags(ep) // no more fragments can arrive
 	for i := range ep.lanes {
 		if ep.lanes[i].ep != nil {
-			ep.lanes[i].ep.Close()
+			w.laneClose = append(w.laneClose, ep.lanes[i].ep)
 			ep.lanes[i].ep = nil
 		}
 		if k := ep.lanes[i].keys; k != nil {

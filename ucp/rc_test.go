@@ -201,3 +201,74 @@ func BenchmarkTagBandwidthRC(b *testing.B) {
 		})
 	}
 }
+
+// TestForceCloseRCThreadSafe force-closes, fails and purges an rc
+// endpoint of a thread-safe worker (Config.ThreadSafe) to a stopped peer
+// with RMA, atomics and rendezvous sends in flight. Closing the rc lane
+// runs its outstanding completions, whose handlers lock the worker: the
+// lane must be closed after the worker's lock is released, or Close never
+// returns. Every request completes with uct.ErrCanceled.
+func TestForceCloseRCThreadSafe(t *testing.T) {
+	for _, how := range []string{"close", "purge"} {
+		t.Run(how, func(t *testing.T) {
+			cfg := Config{ErrorMode: ErrorModePeer, KeepaliveInterval: -1, ThreadSafe: true}
+			nd := netnsWorld(t, "rma", cfg, EnvErrMode+"=peer")
+			ep := nd.eps[1]
+			keys := recvKeys(t, nd, 1)
+			nd.must(nd.procs[1].Process.Signal(syscallSIGSTOP))
+			defer nd.procs[1].Process.Signal(syscallSIGCONT)
+			var old uint64
+			reqs := []*Request{
+				ep.Get(make([]byte, 1<<20), keys[0].addr, keys[0].key, nil),
+				ep.Put(pattern(300000, 1), keys[0].addr, keys[0].key, nil),
+				ep.AtomicFetch(uct.AtomicAdd, 1, 0, &old, keys[1].addr, keys[1].key, nil),
+				ep.TagSend(pattern(100000, 2), mkTag(0, tagX), nil),
+				ep.Flush(nil),
+			}
+			for i, r := range reqs {
+				if r.Done() {
+					t.Fatalf("request %d completed before the close: %v", i, r.Err())
+				}
+			}
+			// a second goroutine progresses the worker meanwhile
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+						nd.w.Progress()
+					}
+				}
+			}()
+			closed := make(chan struct{})
+			go func() {
+				defer close(closed)
+				if how == "purge" {
+					nd.w.Purge(ep)
+					return
+				}
+				ep.Close(CloseForce)
+			}()
+			ctx, cancel := testCtx()
+			defer cancel()
+			select {
+			case <-closed:
+			case <-ctx.Done():
+				close(stop)
+				t.Fatalf("%s of an endpoint with rc operations in flight did not return", how)
+			}
+			close(stop)
+			<-done
+			for i, r := range reqs {
+				if !r.Done() {
+					t.Fatalf("request %d not completed by the %s", i, how)
+				}
+				failedWith(t, fmt.Sprintf("request %d", i), r.Err(), uct.ErrCanceled)
+			}
+		})
+	}
+}

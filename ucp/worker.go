@@ -92,6 +92,11 @@ type Worker struct {
 
 	flushers []*Request // worker and endpoint flush/close requests
 
+	// laneClose holds the uct endpoints of closed lanes until unlock
+	// closes them: closing one runs its outstanding completions, whose
+	// handlers lock the worker.
+	laneClose []uct.Endpoint
+
 	safe       bool
 	mu         sync.Mutex
 	progMu     sync.Mutex
@@ -176,9 +181,52 @@ func (w *Worker) lock() {
 	}
 }
 
+// unlock releases the worker's lock, then closes the uct endpoints of
+// lanes closed meanwhile: their outstanding completions run and lock the
+// worker again. A thread-safe worker closes them only while it holds the
+// progress lock, since a transport's progress and the endpoint's close
+// must not run at once; when another Progress runs (or this goroutine is
+// inside Progress) that Progress closes them before it returns.
 func (w *Worker) unlock() {
-	if w.safe {
+	if !w.safe {
+		w.closeDetached()
+		return
+	}
+	if len(w.laneClose) == 0 || !w.progMu.TryLock() {
 		w.mu.Unlock()
+		return
+	}
+	w.mu.Unlock()
+	w.closeDetachedSafe()
+	w.progMu.Unlock()
+}
+
+// closeDetached closes the uct endpoints of closed lanes (lock released;
+// in a thread-safe worker, progress lock held).
+func (w *Worker) closeDetached() {
+	for len(w.laneClose) > 0 {
+		eps := w.laneClose
+		w.laneClose = nil
+		for _, e := range eps {
+			e.Close()
+		}
+	}
+}
+
+// closeDetachedSafe is closeDetached for a thread-safe worker (progress
+// lock held, worker lock not).
+func (w *Worker) closeDetachedSafe() {
+	for {
+		w.mu.Lock()
+		eps := w.laneClose
+		w.laneClose = nil
+		w.mu.Unlock()
+		if len(eps) == 0 {
+			return
+		}
+		for _, e := range eps {
+			e.Close()
+		}
 	}
 }
 
@@ -251,6 +299,9 @@ func (w *Worker) Progress() int {
 		if h := ep.params.ErrorHandler; h != nil {
 			h(ep, ep.err)
 		}
+	}
+	if w.safe {
+		w.closeDetachedSafe()
 	}
 	w.inProgress = false
 	if w.safe {
@@ -426,6 +477,9 @@ func (w *Worker) Close() error {
 	if w.kaStop != nil {
 		close(w.kaStop)
 		<-w.kaDone
+	}
+	if w.safe {
+		w.closeDetachedSafe()
 	}
 	err := regErr
 	for _, wi := range w.ifaces {
