@@ -388,6 +388,7 @@ func (w *Worker) failEP(ep *Endpoint, err error) {
 		w.complete(r, opErr(kindOp[r.kind], ep.name, uct.ErrCanceled))
 	}
 	for _, r := range ep.inflight.take() {
+		r.zombie = true
 		w.complete(r, opErr(kindOp[r.kind], ep.name, err))
 	}
 	w.closeLanes(ep)
@@ -442,10 +443,12 @@ func (w *Worker) closeEP(ep *Endpoint, force bool, status uct.Status) {
 		w.complete(r, opErr(kindOp[r.kind], ep.name, status))
 	}
 	for _, r := range ep.inflight.take() {
+		r.zombie = true
 		w.complete(r, opErr(kindOp[r.kind], ep.name, status))
 	}
 	for _, r := range w.flushers {
 		if r.ep == ep {
+			r.zombie = true
 			w.complete(r, opErr(kindOp[r.kind], ep.name, status))
 		}
 	}

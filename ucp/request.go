@@ -94,6 +94,10 @@ type Request struct {
 	rndvLen int    // receive: message length announced by RTS
 	rndvSrc *Endpoint
 	peerReq uint64 // the peer's rendezvous slot (ATS/ATP target)
+	// zombie: completed by its endpoint's close or failure while a uct
+	// operation may still report into comp (the lane is closed after the
+	// worker lock is released), so it never returns to the pool.
+	zombie bool
 
 	prev, next *Request
 	list       *reqList
@@ -308,6 +312,10 @@ func (w *Worker) getReq(kind reqKind, ep *Endpoint, p *Params) *Request {
 }
 
 func (w *Worker) putReq(r *Request) {
+	if r.zombie {
+		r.released = true
+		return
+	}
 	hdr := r.hdr[:0]
 	fn := r.comp.Func
 	*r = Request{w: w, hdr: hdr, released: true}
