@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -298,5 +299,31 @@ func TestPostErrors(t *testing.T) {
 	wr := SendWR{Opcode: WRRDMAWrite, SG: []SGE{c.mr.SGE(0, 8)}, RemoteAddr: 1, RKey: 1}
 	if n, err := c.qp.PostSend(wr, wr, wr); n != 2 || !errors.Is(err, uct.ErrNoResource) {
 		t.Fatalf("3 WRs into 2 slots: %d, %v", n, err)
+	}
+}
+
+// READs whose responses fill the responder's transmit budget exactly
+// (txBudget packets each) all go out without waiting for a retry: the
+// responder's output left after a full budget is sent on the next pass.
+func TestReadBudgetBoundary(t *testing.T) {
+	const n = txBudget * 1024
+	a, b := pair(t, rigOpts{mtu: MTU1024, bufSize: 4 * n, timeout: 16, noWatchdog: true}) // ~270 ms
+	fill(b.buf[:3*n], 9)
+	var wrs []SendWR
+	for i := 0; i < 3; i++ {
+		wrs = append(wrs, SendWR{ID: uint64(i), Opcode: WRRDMARead, Flags: SendSignaled, SG: []SGE{a.mr.SGE(i*n, n)},
+			RemoteAddr: b.mr.Addr() + uint64(i*n), RKey: b.mr.RKey()})
+	}
+	if _, err := a.qp.PostSend(wrs...); err != nil {
+		t.Fatal(err)
+	}
+	for i, wc := range poll(t, a.cq, 3, a.d, b.d) {
+		checkWC(t, wc, uint64(i), WCSuccess, WCRDMARead)
+	}
+	if !bytes.Equal(a.buf[:3*n], b.buf[:3*n]) {
+		t.Fatal("read data differs")
+	}
+	if c := a.d.Counters(); c.Timeouts != 0 || c.Retransmits != 0 {
+		t.Fatalf("counters %+v: want no timeout, no retransmission", c)
 	}
 }

@@ -459,6 +459,10 @@ func (qp *QP) respondLocked(budget int) int {
 	r.out = r.out[:n]
 	if n == 0 {
 		r.ackOK = false
+	} else {
+		// The budget ran out at the end of an item: the rest on the
+		// next pass, or it waits for the next request.
+		d.markReady(qp)
 	}
 	return budget
 }
