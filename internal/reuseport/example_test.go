@@ -22,5 +22,5 @@ func ExampleListen() {
 	defer m.Close()
 	first, last := m.QPNRange()
 	fmt.Printf("slot %d owns QPNs %#06x..%#06x\n", m.Slot(), first, last)
-	// ... read RoCEv2 packets from m.Conn() ...
+	// ... read RoCEv2 packets from m.FD() (recvmmsg) or m.Conn() ...
 }

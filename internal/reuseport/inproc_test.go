@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // readQPNs reads exactly n datagrams (10 s limit each) and then checks
@@ -279,9 +281,11 @@ func TestStalePinsRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dead.Close()
-	if err := dead.conn.Close(); err != nil {
+	// The socket goes as a crashed process's would: without Close.
+	if err := unix.Close(dead.fd); err != nil {
 		t.Fatal(err)
 	}
+	dead.fd = -1
 	if _, err := os.Stat(dead.Dir()); err != nil {
 		t.Fatalf("pins of the dead group: %v", err)
 	}
@@ -309,5 +313,53 @@ func TestStalePinsRemoved(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("failed Listen left pins: %v", err)
+	}
+}
+
+// TestFDNotInPoller: FD is polled by its owner, so no epoll instance of
+// the process (Go's network poller) watches it, while the descriptor Conn
+// makes is watched.
+func TestFDNotInPoller(t *testing.T) {
+	requireRoot(t)
+	m := listen(t, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t)))
+	watched := func() map[int]bool {
+		w := map[int]bool{}
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			link, _ := os.Readlink("/proc/self/fd/" + e.Name())
+			if link != "anon_inode:[eventpoll]" {
+				continue
+			}
+			info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(info), "\n") {
+				if f := strings.Fields(line); len(f) > 1 && f[0] == "tfd:" {
+					n, _ := strconv.Atoi(f[1])
+					w[n] = true
+				}
+			}
+		}
+		return w
+	}
+	if watched()[m.FD()] {
+		t.Fatalf("descriptor %d of the member is in an epoll set", m.FD())
+	}
+	c := m.Conn()
+	if c == nil {
+		t.Fatal("Conn: nil")
+	}
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfd := -1
+	rc.Control(func(fd uintptr) { cfd = int(fd) })
+	if !watched()[cfd] {
+		t.Fatalf("Conn's descriptor %d is not in Go's poller: the check sees nothing", cfd)
 	}
 }

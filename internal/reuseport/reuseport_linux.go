@@ -1,7 +1,6 @@
 package reuseport
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -48,16 +46,43 @@ func SlotOf(qpn uint32) uint8 { return uint8(qpn >> 16) }
 // Member is one socket of a group sharing a UDP address, owning the QPNs
 // of one slot.
 type Member struct {
-	conn *net.UDPConn
+	fd   int // non-blocking, not in Go's network poller
 	slot uint8
 	dir  string
+
+	connOnce sync.Once
+	conn     *net.UDPConn // made by Conn on first use
 
 	once sync.Once
 	err  error
 }
 
-// Conn is the member's socket. Do not close it directly; use Close.
-func (m *Member) Conn() *net.UDPConn { return m.conn }
+// FD is the member's socket: non-blocking, close-on-exec and not
+// registered with Go's network poller, so a caller that polls it itself
+// (recvmmsg from a progress loop) pays for no poller wake-up per packet.
+// It stays valid until Close; do not close it.
+func (m *Member) FD() int { return m.fd }
+
+// Conn is the member's socket as a net.UDPConn (a descriptor of its own
+// for the same socket, in Go's network poller), made on the first call;
+// nil if the descriptor could not be duplicated. Do not close it; use
+// Close.
+func (m *Member) Conn() *net.UDPConn {
+	m.connOnce.Do(func() {
+		nfd, err := unix.FcntlInt(uintptr(m.fd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return
+		}
+		f := os.NewFile(uintptr(nfd), "reuseport")
+		pc, err := net.FilePacketConn(f)
+		f.Close()
+		if err != nil {
+			return
+		}
+		m.conn, _ = pc.(*net.UDPConn)
+	})
+	return m.conn
+}
 
 // Slot is the member's slot, 1..255.
 func (m *Member) Slot() uint8 { return m.slot }
@@ -314,55 +339,59 @@ func sweep(keep string) {
 // join binds addr with SO_REUSEPORT, attaches prog and claims a slot in
 // socks. The caller holds the PinRoot lock.
 func join(addr netip.AddrPort, dir string, socks *ebpf.Map, prog *ebpf.Program) (*Member, error) {
-	lc := net.ListenConfig{Control: func(network, address string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
-		})
-		return errors.Join(err, serr)
-	}}
-	network := "udp4"
-	if addr.Addr().Is6() {
-		network = "udp6"
-	}
-	pc, err := lc.ListenPacket(context.Background(), network, addr.String())
+	fd, err := bindReusePort(addr)
 	if err != nil {
-		return nil, fmt.Errorf("reuseport: %w", err)
+		return nil, err
 	}
-	conn := pc.(*net.UDPConn)
-	m := &Member{conn: conn, dir: dir}
-	rc, err := conn.SyscallConn()
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("reuseport: %w", err)
-	}
+	m := &Member{fd: fd, dir: dir}
 	var claimErr error
-	err = rc.Control(func(fd uintptr) {
-		if err := unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_EBPF, prog.FD()); err != nil {
-			claimErr = classify(fmt.Errorf("reuseport: attach program: %w", err))
-			return
-		}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_EBPF, prog.FD()); err != nil {
+		claimErr = classify(fmt.Errorf("reuseport: attach program: %w", err))
+	} else {
+		claimErr = fmt.Errorf("%w in %s", ErrFull, dir)
 		for s := 1; s < Slots; s++ {
 			err := socks.Update(uint32(s), uint64(fd), ebpf.UpdateNoExist)
 			if err == nil {
 				m.slot = uint8(s)
-				return
+				claimErr = nil
+				break
 			}
 			if !errors.Is(err, ebpf.ErrKeyExist) {
 				claimErr = classify(fmt.Errorf("reuseport: claim slot %d: %w", s, err))
-				return
+				break
 			}
 		}
-		claimErr = fmt.Errorf("%w in %s", ErrFull, dir)
-	})
-	if err == nil {
-		err = claimErr
 	}
-	if err != nil {
-		conn.Close()
-		return nil, err
+	if claimErr != nil {
+		unix.Close(fd)
+		return nil, claimErr
 	}
 	return m, nil
+}
+
+// bindReusePort returns a non-blocking UDP socket with SO_REUSEPORT bound
+// to addr.
+func bindReusePort(addr netip.AddrPort) (int, error) {
+	var family int
+	var sa unix.Sockaddr
+	if ip := addr.Addr(); ip.Is4() {
+		family, sa = unix.AF_INET, &unix.SockaddrInet4{Port: int(addr.Port()), Addr: ip.As4()}
+	} else {
+		family, sa = unix.AF_INET6, &unix.SockaddrInet6{Port: int(addr.Port()), Addr: ip.As16()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("reuseport: socket: %w", err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("reuseport: SO_REUSEPORT: %w", err)
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("reuseport: bind %s: %w", addr, err)
+	}
+	return fd, nil
 }
 
 // Close closes the socket, which frees the slot (the kernel drops a closed
@@ -370,7 +399,15 @@ func join(addr netip.AddrPort, dir string, socks *ebpf.Map, prog *ebpf.Program) 
 // left. It is idempotent.
 func (m *Member) Close() error {
 	m.once.Do(func() {
-		m.err = m.conn.Close()
+		// Both descriptors first: the socket leaves the array only when
+		// its last descriptor is closed.
+		if m.conn != nil {
+			m.err = m.conn.Close()
+		}
+		if m.fd >= 0 {
+			m.err = multierr.Append(m.err, unix.Close(m.fd))
+			m.fd = -1
+		}
 		unlock, err := lockPath(PinRoot)
 		if err != nil {
 			m.err = multierr.Append(m.err, err)

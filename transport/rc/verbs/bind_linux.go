@@ -3,7 +3,6 @@ package verbs
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 
 	"golang.org/x/sys/unix"
@@ -28,9 +27,9 @@ func bindSocket(local netip.AddrPort, rocePort, share bool) (*socket, error) {
 	if rocePort && share {
 		m, err := reuseport.Listen(local)
 		if err == nil {
-			fd, err := dupConnFD(m.Conn())
+			fd, err := unix.FcntlInt(uintptr(m.FD()), unix.F_DUPFD_CLOEXEC, 0)
 			if err != nil {
-				return nil, errors.Join(err, m.Close())
+				return nil, errors.Join(fmt.Errorf("port sharing: dup: %w", err), m.Close())
 			}
 			s.fd, s.port, s.member = fd, local.Port(), m
 			return s, nil
@@ -69,25 +68,4 @@ func bindUDP(local netip.AddrPort) (int, error) {
 		return -1, fmt.Errorf("bind %s: %w", local, err)
 	}
 	return fd, nil
-}
-
-// dupConnFD returns a descriptor of its own for the member's socket, which
-// stays non-blocking (the flag belongs to the shared file description).
-func dupConnFD(c *net.UDPConn) (int, error) {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return -1, fmt.Errorf("port sharing: %w", err)
-	}
-	nfd := -1
-	var derr error
-	err = rc.Control(func(fd uintptr) {
-		nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
-	})
-	if err == nil {
-		err = derr
-	}
-	if err != nil {
-		return -1, fmt.Errorf("port sharing: dup: %w", err)
-	}
-	return nfd, nil
 }
