@@ -94,7 +94,4 @@ func (t *testMap) ucxSideArgs(tr *transportMap) (args, env []string) {
 	return nil, tr.ucpEnv
 }
 
-// pingPong says whether one iteration is a round trip (latency halved).
-func (t *testMap) pingPong() bool { return t.lat && t.name != "fadd" && t.name != "cswap" }
-
 func (t *testMap) String() string { return fmt.Sprintf("%s (ucx_perftest -t %s)", t.name, t.ucx) }
