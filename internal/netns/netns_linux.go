@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/multierr"
 	"golang.org/x/sys/unix"
@@ -90,7 +91,8 @@ func RequireRoot(tb testing.TB) {
 
 // NewPair creates two network namespaces, named Prefix+"<pid>-<random>-a"
 // and "-b", joined by a veth pair with addresses 10.x.y.1/24 (in A) and
-// 10.x.y.2/24 (in B), both ends and both loopbacks up. x.y is random, so
+// 10.x.y.2/24 (in B), both ends and both loopbacks up, and returns once
+// both veth ends report carrier (running). x.y is random, so
 // addresses rarely repeat across pairs; they could not clash anyway, each
 // pair lives in namespaces of its own. NewPair skips the test when not
 // root. tb.Cleanup deletes the links and namespaces; [Pair.Close] does it
@@ -183,7 +185,35 @@ func (p *Pair) setup() error {
 			return err
 		}
 	}
+	// The kernel reports a veth end running (carrier) only once both
+	// ends are up, through its link watcher, which may lag: a program
+	// that reads the link state at once would see it down.
+	for _, n := range []*NS{p.A, p.B} {
+		if err := n.waitRunning(5 * time.Second); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// waitRunning waits until the namespace's veth end is up and running.
+func (n *NS) waitRunning(limit time.Duration) error {
+	return n.Do(func() error {
+		deadline := time.Now().Add(limit)
+		for {
+			ifi, err := net.InterfaceByIndex(n.index)
+			if err != nil {
+				return fmt.Errorf("netns %s: %w", n.name, err)
+			}
+			if ifi.Flags&net.FlagUp != 0 && ifi.Flags&net.FlagRunning != 0 {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("netns %s: %s not running after %v (flags %v)", n.name, n.link, limit, ifi.Flags)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
 }
 
 func (n *NS) configure() error {
