@@ -77,12 +77,10 @@ type session struct {
 	flushComp   uct.Completion
 	flushed     bool
 
-	sleep   bool
-	ctx     context.Context
-	cancel  context.CancelFunc
-	failure atomic.Pointer[error]
-	idle    int
-	stallAt time.Time
+	sleep  bool
+	ctx    context.Context
+	cancel context.CancelFunc
+	spinCheck
 
 	meter
 }
@@ -263,21 +261,36 @@ func (s *session) poll() error {
 }
 
 func (s *session) check() error {
-	if p := s.failure.Load(); p != nil {
+	var epErr error
+	if s.ep != nil {
+		epErr = s.ep.Err()
+	}
+	return s.spinCheck.check(s.ctx, epErr)
+}
+
+// spinCheck is what a session's wait loop checks every 4096 idle spins:
+// a failure reported by the transport, the endpoint's error state, the
+// run's cancellation and a stall (no progress for stallTimeout).
+type spinCheck struct {
+	failure atomic.Pointer[error]
+	idle    int
+	stallAt time.Time
+}
+
+func (c *spinCheck) check(ctx context.Context, epErr error) error {
+	if p := c.failure.Load(); p != nil {
 		return *p
 	}
-	if s.ep != nil {
-		if err := s.ep.Err(); err != nil {
-			return fmt.Errorf("endpoint failed: %w", err)
-		}
+	if epErr != nil {
+		return fmt.Errorf("endpoint failed: %w", epErr)
 	}
-	if s.ctx.Err() != nil {
-		return fmt.Errorf("run canceled: %w", s.ctx.Err())
+	if ctx.Err() != nil {
+		return fmt.Errorf("run canceled: %w", ctx.Err())
 	}
 	now := time.Now()
-	if s.idle == 0x1000 || s.stallAt.IsZero() {
-		s.stallAt = now
-	} else if now.Sub(s.stallAt) > stallTimeout {
+	if c.idle == 0x1000 || c.stallAt.IsZero() {
+		c.stallAt = now
+	} else if now.Sub(c.stallAt) > stallTimeout {
 		return fmt.Errorf("no progress for %v: %w", stallTimeout, uct.ErrTimedOut)
 	}
 	return nil

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
-	"time"
 
 	"go.uber.org/multierr"
 
@@ -56,9 +54,7 @@ type ucpSession struct {
 	sleep   bool
 	waitCtx context.Context
 	cancel  context.CancelFunc
-	failure atomic.Pointer[error]
-	idle    int
-	stallAt time.Time
+	spinCheck
 
 	meter
 }
@@ -209,24 +205,11 @@ func (s *ucpSession) poll() error {
 }
 
 func (s *ucpSession) check() error {
-	if p := s.failure.Load(); p != nil {
-		return *p
-	}
+	var epErr error
 	if s.ep != nil {
-		if err := s.ep.Err(); err != nil {
-			return fmt.Errorf("endpoint failed: %w", err)
-		}
+		epErr = s.ep.Err()
 	}
-	if s.waitCtx.Err() != nil {
-		return fmt.Errorf("run canceled: %w", s.waitCtx.Err())
-	}
-	now := time.Now()
-	if s.idle == 0x1000 || s.stallAt.IsZero() {
-		s.stallAt = now
-	} else if now.Sub(s.stallAt) > stallTimeout {
-		return fmt.Errorf("no progress for %v: %w", stallTimeout, uct.ErrTimedOut)
-	}
-	return nil
+	return s.spinCheck.check(s.waitCtx, epErr)
 }
 
 // wait progresses until r completes, releases it and returns its status.
