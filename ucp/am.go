@@ -123,29 +123,13 @@ func (ep *Endpoint) sendAMFrags(r *Request) error {
 // sendAMRTS announces a rendezvous active message (lock held); the
 // receiver's ATS completes r.
 func (ep *Endpoint) sendAMRTS(r *Request) error {
-	w := ep.w
 	m := userRTS{dst: ep.rid, id: r.amID, length: uint64(len(r.buf)), hdr: r.amHdr}
-	if r.reg == nil && len(r.buf) > 0 {
-		e, err := w.regs.get(ep.lanes[ep.rmaLane].wi.md, r.buf, uct.AccessRemoteRead)
-		if err != nil {
-			return err
-		}
-		r.reg = e
-	}
-	if r.reg != nil {
-		m.raddr = r.reg.mem.Address()
-		m.rkey = r.reg.bundle
-	}
-	if r.slot == 0 {
-		r.slot = w.slotAlloc(r)
-	}
-	m.sreq = r.slot
-	r.hdr = m.encode(r.hdr)
-	if _, err := ep.lanes[ep.amLane].ep.AMBcopy(amUserRTS, r.hdr, nil); err != nil {
+	var err error
+	if m.raddr, m.rkey, m.sreq, err = ep.rndvSender(r, true); err != nil {
 		return err
 	}
-	ep.inflight.push(r)
-	return nil
+	r.hdr = m.encode(r.hdr)
+	return ep.rndvAnnounce(r, amUserRTS)
 }
 
 // onUser runs the user's handler for an active message.
@@ -405,30 +389,6 @@ func (m *AMMessage) RecvData(buf []byte, p *Params) *Request {
 	}
 	r.buf = buf[:m.Length]
 	r.rndvSrc, r.rndvLen, r.peerReq = ep, m.Length, m.sreq
-	if m.Length > 0 {
-		err := fmt.Errorf("no lane for get: %w", uct.ErrUnsupported)
-		var k *keyEntry
-		if ep.rmaLane >= 0 {
-			k, err = ep.laneKeyRef(m.rkey, ep.rmaLane)
-		}
-		if err == nil {
-			r.ukey = k
-			var inprog bool
-			inprog, err = w.postChunks(r, &ep.lanes[ep.rmaLane], false, r.buf, m.raddr, k.key)
-			if err == nil && inprog {
-				ep.inflight.push(r) // stepDone answers ATS
-				return r
-			}
-		}
-		if err != nil {
-			ep.ctl(amATS, (&ack{dst: ep.rid, req: m.sreq, status: uint8(uct.StatusOf(err))}).encode)
-			w.complete(r, opErr("am_recv_data", ep.name, err))
-			if uct.StatusOf(err).IsEndpointFatal() {
-				w.failEP(ep, err)
-			}
-			return r
-		}
-	}
-	w.finishRndvRecv(r)
+	w.rndvMove(r, ep, false, r.buf, m.raddr, m.rkey)
 	return r
 }

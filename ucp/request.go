@@ -379,33 +379,8 @@ func (r *Request) onComp(c *uct.Completion) {
 		return
 	}
 	if err != nil {
-		w.nackRndv(r, err)
-		if r.ep != nil && uct.StatusOf(err).IsEndpointFatal() {
-			w.complete(r, opErr(kindOp[r.kind], r.peerName(), err))
-			w.failEP(r.ep, err)
-			return
-		}
-		w.complete(r, opErr(kindOp[r.kind], r.peerName(), err))
+		w.failRndv(r, err)
 		return
 	}
 	w.stepDone(r)
-}
-
-// nackRndv tells the peer that the data transfer of rendezvous request r
-// failed with err (lock held), as the paths that fail to post it do: a
-// receiver answers ATS, a sender that PUTs answers ATP.
-func (w *Worker) nackRndv(r *Request, err error) {
-	if r.peerReq == 0 {
-		return
-	}
-	ep, id := r.ep, uint8(amATP)
-	if r.kind == kTagRecv || r.kind == kAMRecv {
-		ep, id = r.rndvSrc, amATS
-	} else if r.kind != kTagSend {
-		return
-	}
-	if ep == nil || ep.err != nil || ep.closed {
-		return
-	}
-	ep.ctl(id, (&ack{dst: ep.rid, req: r.peerReq, status: uint8(uct.StatusOf(err))}).encode)
 }

@@ -254,51 +254,6 @@ func (ep *Endpoint) doRMA(r *Request) error {
 	return nil
 }
 
-// postChunks posts buf in chunks of the lane's zcopy limit. It returns
-// whether some chunk is still in progress (then r.comp fires onComp). If a
-// chunk fails to post while earlier ones are in flight, the error is kept
-// as r.comp's status and postChunks reports them in progress: onComp then
-// completes r with that first error once every posted chunk has reported,
-// so no completion touches r after it completed (and was perhaps reused).
-// An error is returned only when no chunk is in flight.
-func (w *Worker) postChunks(r *Request, ln *lane, put bool, buf []byte, raddr uint64, k uct.RKey) (bool, error) {
-	max := ln.attr.GetMaxZcopy
-	if put {
-		max = ln.attr.PutMaxZcopy
-	}
-	if max <= 0 {
-		max = 1 << 20
-	}
-	r.comp.Count = 1
-	r.comp.Status = nil
-	for off := 0; off < len(buf); off += max {
-		end := min(off+max, len(buf))
-		r.iov[0] = buf[off:end]
-		r.comp.Count++
-		var err error
-		if put {
-			err = ln.ep.PutZcopy(r.iov[:], raddr+uint64(off), k, &r.comp)
-		} else {
-			err = ln.ep.GetZcopy(r.iov[:], raddr+uint64(off), k, &r.comp)
-		}
-		if err == uct.ErrInProgress {
-			continue
-		}
-		r.comp.Count--
-		if err != nil {
-			if r.comp.Count > 1 {
-				r.comp.Status = err
-				r.comp.Count--
-				return true, nil
-			}
-			r.comp.Count = 0
-			return false, err
-		}
-	}
-	r.comp.Count--
-	return r.comp.Count > 0, nil
-}
-
 // doAtomic posts an atomic (lock held).
 func (ep *Endpoint) doAtomic(r *Request) error {
 	ln, k, err := ep.laneKey(r)

@@ -102,31 +102,13 @@ func (ep *Endpoint) sendTag(r *Request) error {
 
 // sendRTS announces a rendezvous send (lock held).
 func (ep *Endpoint) sendRTS(r *Request) error {
-	w := ep.w
 	m := rts{tag: r.tag, dst: ep.rid, length: uint64(len(r.buf))}
-	if w.cfg.RndvScheme == RndvGet {
-		if r.reg == nil && len(r.buf) > 0 {
-			e, err := w.regs.get(ep.lanes[ep.rmaLane].wi.md, r.buf, uct.AccessRemoteRead)
-			if err != nil {
-				return err
-			}
-			r.reg = e
-		}
-		if r.reg != nil {
-			m.raddr = r.reg.mem.Address()
-			m.rkey = r.reg.bundle
-		}
-	}
-	if r.slot == 0 {
-		r.slot = w.slotAlloc(r)
-	}
-	m.sreq = r.slot
-	r.hdr = m.encode(r.hdr)
-	if _, err := ep.lanes[ep.amLane].ep.AMBcopy(amRTS, r.hdr, nil); err != nil {
+	var err error
+	if m.raddr, m.rkey, m.sreq, err = ep.rndvSender(r, ep.w.cfg.RndvScheme == RndvGet); err != nil {
 		return err
 	}
-	ep.inflight.push(r)
-	return nil
+	r.hdr = m.encode(r.hdr)
+	return ep.rndvAnnounce(r, amRTS)
 }
 
 // TagRecv posts a receive for a message whose tag matches tag under mask
@@ -307,137 +289,5 @@ func (w *Worker) rndvMatched(r *Request, ep *Endpoint, m *rts) {
 		return
 	}
 	r.peerReq = m.sreq
-	if n > 0 {
-		k, err := ep.laneKeyRef(m.rkey, ep.rmaLane)
-		if err == nil {
-			r.ukey = k
-			var inprog bool
-			inprog, err = w.postChunks(r, ln, false, r.buf[:n], m.raddr, k.key)
-			if err == nil && inprog {
-				ep.inflight.push(r)
-				return
-			}
-		}
-		if err != nil {
-			ep.ctl(amATS, (&ack{dst: ep.rid, req: m.sreq, status: uint8(uct.StatusOf(err))}).encode)
-			w.complete(r, opErr("tag_recv", ep.name, err))
-			if uct.StatusOf(err).IsEndpointFatal() {
-				w.failEP(ep, err)
-			}
-			return
-		}
-	}
-	w.finishRndvRecv(r)
-}
-
-// finishRndvRecv acknowledges a fetched rendezvous message (lock held).
-func (w *Worker) finishRndvRecv(r *Request) {
-	ep := r.rndvSrc
-	ep.ctl(amATS, (&ack{dst: ep.rid, req: r.peerReq}).encode)
-	w.completeRecvLen(r)
-}
-
-func (w *Worker) completeRecvLen(r *Request) {
-	if r.rndvLen > len(r.buf) {
-		w.complete(r, opErr("tag_recv", r.rndvSrc.name, &TruncatedError{Length: r.rndvLen, Buffer: len(r.buf)}))
-		return
-	}
-	w.complete(r, nil)
-}
-
-// onATS: the receiver has the data of our rendezvous send.
-func (w *Worker) onATS(_ any, data []byte, _ uct.AMFlags) {
-	m, err := decodeAck(data)
-	if err != nil {
-		return
-	}
-	w.lock()
-	defer w.unlock()
-	ep := w.epByID(m.dst)
-	r := w.slotGet(m.req)
-	if ep == nil || r == nil || r.ep != ep || r.kind != kTagSend && r.kind != kAMSend {
-		return
-	}
-	if m.status != 0 {
-		w.complete(r, opErr(kindOp[r.kind], ep.name, fmt.Errorf("receiver: %w", uct.Status(m.status))))
-		return
-	}
-	w.complete(r, nil)
-}
-
-// onRTR: the receiver asks us to put the data of a rendezvous send.
-func (w *Worker) onRTR(_ any, data []byte, _ uct.AMFlags) {
-	m, err := decodeRTR(data)
-	if err != nil {
-		return
-	}
-	w.lock()
-	defer w.unlock()
-	ep := w.epByID(m.dst)
-	r := w.slotGet(m.sreq)
-	if ep == nil || r == nil || r.ep != ep || r.kind != kTagSend || ep.err != nil {
-		return
-	}
-	r.peerReq = m.rreq
-	n := min(int(m.length), len(r.buf))
-	if n > 0 {
-		k, err := ep.laneKeyRef(m.rkey, ep.rmaLane)
-		if err == nil {
-			r.ukey = k
-			var inprog bool
-			inprog, err = w.postChunks(r, &ep.lanes[ep.rmaLane], true, r.buf[:n], m.raddr, k.key)
-			if err == nil && inprog {
-				return // stepDone sends the ATP
-			}
-		}
-		if err != nil {
-			ep.ctl(amATP, (&ack{dst: ep.rid, req: m.rreq, status: uint8(uct.StatusOf(err))}).encode)
-			w.complete(r, opErr("tag_send", ep.name, err))
-			if uct.StatusOf(err).IsEndpointFatal() {
-				w.failEP(ep, err)
-			}
-			return
-		}
-	}
-	ep.ctl(amATP, (&ack{dst: ep.rid, req: m.rreq}).encode)
-	w.complete(r, nil)
-}
-
-// onATP: the sender has put the data of our rendezvous receive.
-func (w *Worker) onATP(_ any, data []byte, _ uct.AMFlags) {
-	m, err := decodeAck(data)
-	if err != nil {
-		return
-	}
-	w.lock()
-	defer w.unlock()
-	ep := w.epByID(m.dst)
-	r := w.slotGet(m.req)
-	if ep == nil || r == nil || r.rndvSrc != ep || r.kind != kTagRecv {
-		return
-	}
-	if m.status != 0 {
-		w.complete(r, opErr("tag_recv", ep.name, fmt.Errorf("sender: %w", uct.Status(m.status))))
-		return
-	}
-	w.completeRecvLen(r)
-}
-
-// stepDone finishes r after its posted uct operations completed (lock
-// held).
-func (w *Worker) stepDone(r *Request) {
-	switch r.kind {
-	case kTagSend:
-		if r.peerReq != 0 {
-			ep := r.ep
-			ep.ctl(amATP, (&ack{dst: ep.rid, req: r.peerReq}).encode)
-		}
-		w.complete(r, nil)
-	case kTagRecv, kAMRecv:
-		w.finishRndvRecv(r)
-	case kFlush, kClose:
-		w.finishFlush(r)
-	default:
-		w.complete(r, nil)
-	}
+	w.rndvMove(r, ep, false, r.buf[:n], m.raddr, m.rkey)
 }

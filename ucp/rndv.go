@@ -1,0 +1,264 @@
+package ucp
+
+import (
+	"fmt"
+
+	"github.com/ucgo/ucgo/uct"
+)
+
+// The rendezvous protocol, shared by tag messages (tag.go) and active
+// messages (am.go); the two differ only in their announcement (RTS with a
+// tag, matched; user RTS with a header, given to a handler).
+//
+//   - The sender registers its buffer through the registration cache
+//     (rndvSender), takes a slot that names its request on the wire and
+//     sends the announcement on the AM lane (rndvAnnounce); the request
+//     waits in flight for the receiver's ATS.
+//   - With RndvGet the receiver unpacks the sender's key through the key
+//     cache and GETs the data (rndvMove), then answers ATS. With RndvPut
+//     (tag messages only) it answers RTR with its own registered buffer,
+//     the sender PUTs (rndvMove) and answers ATP.
+//   - Data moves in chunks of the RMA lane's zcopy limit (postChunks).
+//   - A transfer that fails answers the peer with the failure's status
+//     (nackRndv), so both requests complete with it; an endpoint-fatal
+//     status fails the endpoint.
+
+// rndvSender prepares the sender's side of a rendezvous (lock held): with
+// get, r.buf is registered for the peer's reads; r gets a slot. It
+// returns the buffer's remote address and packed key (none without get or
+// data) and the slot.
+func (ep *Endpoint) rndvSender(r *Request, get bool) (raddr uint64, rkey []byte, sreq uint64, err error) {
+	w := ep.w
+	if get {
+		if r.reg == nil && len(r.buf) > 0 {
+			e, err := w.regs.get(ep.lanes[ep.rmaLane].wi.md, r.buf, uct.AccessRemoteRead)
+			if err != nil {
+				return 0, nil, 0, err
+			}
+			r.reg = e
+		}
+		if r.reg != nil {
+			raddr, rkey = r.reg.mem.Address(), r.reg.bundle
+		}
+	}
+	if r.slot == 0 {
+		r.slot = w.slotAlloc(r)
+	}
+	return raddr, rkey, r.slot, nil
+}
+
+// rndvAnnounce sends the announcement r.hdr with AM id on the AM lane
+// (lock held); r then waits in flight for the receiver's answer.
+func (ep *Endpoint) rndvAnnounce(r *Request, id uint8) error {
+	if _, err := ep.lanes[ep.amLane].ep.AMBcopy(id, r.hdr, nil); err != nil {
+		return err
+	}
+	ep.inflight.push(r)
+	return nil
+}
+
+// rndvMove moves the data of rendezvous request r over ep's RMA lane
+// (lock held): a receiver GETs the peer's buffer at raddr (packed key
+// rkey) into buf, a sender answering an RTR PUTs buf there. r.peerReq
+// names the peer's request. The request finishes as stepDone says (ATS or
+// ATP, then completion) once the data has moved, or fails (nackRndv).
+func (w *Worker) rndvMove(r *Request, ep *Endpoint, put bool, buf []byte, raddr uint64, rkey []byte) {
+	if len(buf) > 0 {
+		err := fmt.Errorf("no lane for get: %w", uct.ErrUnsupported)
+		var k *keyEntry
+		if ep.rmaLane >= 0 {
+			k, err = ep.laneKeyRef(rkey, ep.rmaLane)
+		}
+		if err == nil {
+			r.ukey = k
+			var inprog bool
+			inprog, err = w.postChunks(r, &ep.lanes[ep.rmaLane], put, buf, raddr, k.key)
+			if err == nil && inprog {
+				if r.list != &ep.inflight {
+					ep.inflight.push(r) // onComp -> stepDone finishes
+				}
+				return
+			}
+		}
+		if err != nil {
+			w.failRndv(r, err)
+			return
+		}
+	}
+	w.stepDone(r)
+}
+
+// failRndv completes rendezvous request r with err, tells the peer and
+// fails the endpoint if err is fatal to it (lock held).
+func (w *Worker) failRndv(r *Request, err error) {
+	w.nackRndv(r, err)
+	w.complete(r, opErr(kindOp[r.kind], r.peerName(), err))
+	if r.ep != nil && uct.StatusOf(err).IsEndpointFatal() {
+		w.failEP(r.ep, err)
+	}
+}
+
+// nackRndv tells the peer that the data transfer of rendezvous request r
+// failed with err (lock held): a receiver answers ATS, a sender that PUTs
+// answers ATP.
+func (w *Worker) nackRndv(r *Request, err error) {
+	if r.peerReq == 0 {
+		return
+	}
+	ep, id := r.ep, uint8(amATP)
+	if r.kind == kTagRecv || r.kind == kAMRecv {
+		ep, id = r.rndvSrc, amATS
+	} else if r.kind != kTagSend {
+		return
+	}
+	if ep == nil || ep.err != nil || ep.closed {
+		return
+	}
+	ep.ctl(id, (&ack{dst: ep.rid, req: r.peerReq, status: uint8(uct.StatusOf(err))}).encode)
+}
+
+// postChunks posts buf in chunks of the lane's zcopy limit. It returns
+// whether some chunk is still in progress (then r.comp fires onComp). If a
+// chunk fails to post while earlier ones are in flight, the error is kept
+// as r.comp's status and postChunks reports them in progress: onComp then
+// completes r with that first error once every posted chunk has reported,
+// so no completion touches r after it completed (and was perhaps reused).
+// An error is returned only when no chunk is in flight.
+func (w *Worker) postChunks(r *Request, ln *lane, put bool, buf []byte, raddr uint64, k uct.RKey) (bool, error) {
+	max := ln.attr.GetMaxZcopy
+	if put {
+		max = ln.attr.PutMaxZcopy
+	}
+	if max <= 0 {
+		max = 1 << 20
+	}
+	r.comp.Count = 1
+	r.comp.Status = nil
+	for off := 0; off < len(buf); off += max {
+		end := min(off+max, len(buf))
+		r.iov[0] = buf[off:end]
+		r.comp.Count++
+		var err error
+		if put {
+			err = ln.ep.PutZcopy(r.iov[:], raddr+uint64(off), k, &r.comp)
+		} else {
+			err = ln.ep.GetZcopy(r.iov[:], raddr+uint64(off), k, &r.comp)
+		}
+		if err == uct.ErrInProgress {
+			continue
+		}
+		r.comp.Count--
+		if err != nil {
+			if r.comp.Count > 1 {
+				r.comp.Status = err
+				r.comp.Count--
+				return true, nil
+			}
+			r.comp.Count = 0
+			return false, err
+		}
+	}
+	r.comp.Count--
+	return r.comp.Count > 0, nil
+}
+
+// stepDone finishes r after its posted uct operations completed (lock
+// held): a rendezvous sender that PUT answers ATP, a receiver ATS.
+func (w *Worker) stepDone(r *Request) {
+	switch r.kind {
+	case kTagSend:
+		if r.peerReq != 0 {
+			ep := r.ep
+			ep.ctl(amATP, (&ack{dst: ep.rid, req: r.peerReq}).encode)
+		}
+		w.complete(r, nil)
+	case kTagRecv, kAMRecv:
+		w.finishRndvRecv(r)
+	case kFlush, kClose:
+		w.finishFlush(r)
+	default:
+		w.complete(r, nil)
+	}
+}
+
+// finishRndvRecv acknowledges a fetched rendezvous message (lock held).
+func (w *Worker) finishRndvRecv(r *Request) {
+	ep := r.rndvSrc
+	ep.ctl(amATS, (&ack{dst: ep.rid, req: r.peerReq}).encode)
+	w.completeRecvLen(r)
+}
+
+func (w *Worker) completeRecvLen(r *Request) {
+	if r.rndvLen > len(r.buf) {
+		w.complete(r, opErr(kindOp[r.kind], r.rndvSrc.name, &TruncatedError{Length: r.rndvLen, Buffer: len(r.buf)}))
+		return
+	}
+	w.complete(r, nil)
+}
+
+// rndvAcked returns the request that an ATS (recv false: one of our
+// sends) or ATP (recv true: one of our receives) answers, its endpoint and
+// the peer's status; r is nil if the message answers none (lock held).
+func (w *Worker) rndvAcked(data []byte, recv bool) (r *Request, ep *Endpoint, st error) {
+	m, err := decodeAck(data)
+	if err != nil {
+		return nil, nil, nil
+	}
+	ep, r = w.epByID(m.dst), w.slotGet(m.req)
+	switch {
+	case ep == nil || r == nil:
+		return nil, nil, nil
+	case recv && (r.kind != kTagRecv || r.rndvSrc != ep):
+		return nil, nil, nil
+	case !recv && (r.kind != kTagSend && r.kind != kAMSend || r.ep != ep):
+		return nil, nil, nil
+	case m.status != 0:
+		return r, ep, uct.Status(m.status)
+	}
+	return r, ep, nil
+}
+
+// onATS: the receiver has the data of our rendezvous send (tag or AM).
+func (w *Worker) onATS(_ any, data []byte, _ uct.AMFlags) {
+	w.lock()
+	defer w.unlock()
+	r, ep, st := w.rndvAcked(data, false)
+	switch {
+	case r == nil:
+	case st != nil:
+		w.complete(r, opErr(kindOp[r.kind], ep.name, fmt.Errorf("receiver: %w", st)))
+	default:
+		w.complete(r, nil)
+	}
+}
+
+// onRTR: the receiver asks us to put the data of a rendezvous send.
+func (w *Worker) onRTR(_ any, data []byte, _ uct.AMFlags) {
+	m, err := decodeRTR(data)
+	if err != nil {
+		return
+	}
+	w.lock()
+	defer w.unlock()
+	ep := w.epByID(m.dst)
+	r := w.slotGet(m.sreq)
+	if ep == nil || r == nil || r.ep != ep || r.kind != kTagSend || ep.err != nil {
+		return
+	}
+	r.peerReq = m.rreq
+	w.rndvMove(r, ep, true, r.buf[:min(int(m.length), len(r.buf))], m.raddr, m.rkey)
+}
+
+// onATP: the sender has put the data of our rendezvous receive.
+func (w *Worker) onATP(_ any, data []byte, _ uct.AMFlags) {
+	w.lock()
+	defer w.unlock()
+	r, ep, st := w.rndvAcked(data, true)
+	switch {
+	case r == nil:
+	case st != nil:
+		w.complete(r, opErr("tag_recv", ep.name, fmt.Errorf("sender: %w", st)))
+	default:
+		w.completeRecvLen(r)
+	}
+}
