@@ -91,6 +91,12 @@ type Config struct {
 	SourceTagMask uint64
 	// ThreadSafe makes workers safe for use by several goroutines.
 	ThreadSafe bool
+
+	// chunkMax, when positive, bounds the chunks of RMA and rendezvous
+	// transfers below the lane's zcopy limits: a test hook, so that a
+	// transfer of a few MiB is chunked (and meets back-pressure) as one
+	// above 1 GiB would.
+	chunkMax int
 }
 
 // RndvScheme is a rendezvous protocol.

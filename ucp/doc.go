@@ -49,7 +49,11 @@
 // buffer into the user's buffer; the registrations of rendezvous buffers
 // and the peer's unpacked keys are cached (bounded, least recently used
 // evicted; a cached registration keeps its buffer referenced), so a buffer
-// sent again costs no registration. All tag messages of one endpoint travel on
+// sent again costs no registration. Rendezvous data, Put and Get move in
+// chunks of the RMA lane's zcopy limit; a chunk the lane refuses for lack
+// of resources does not fail its request: the rest of the transfer waits
+// (as in UCX's pending queue) and resumes in order when the lane has room,
+// ahead of operations started later on the endpoint. All tag messages of one endpoint travel on
 // one ordered lane and are matched on arrival, so messages with matching
 // tags are never overtaken, eager and rendezvous mixed. A message longer
 // than the receive buffer completes the receive with a *TruncatedError

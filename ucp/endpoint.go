@@ -69,6 +69,9 @@ type Endpoint struct {
 
 	queue    reqList // not yet sent: wireup not done or back-pressure
 	inflight reqList // sent, waiting for a completion, ATS, RTR or ATP
+	// stalled: transfers some of whose chunks the lane refused for lack
+	// of resources (rndv.go); they resume before the queue.
+	stalled reqList
 
 	// silence detection (keepalive.go)
 	kaHeard  bool   // a heartbeat arrived since the last round
@@ -283,6 +286,13 @@ func (w *Worker) drainBacklog() int {
 			w.toBacklog(ep)
 			continue
 		}
+		if !ep.stalled.empty() {
+			k, ok := w.resumeStalled(ep)
+			n += k
+			if !ok {
+				continue
+			}
+		}
 		for r := ep.queue.head; r != nil; r = ep.queue.head {
 			err := w.dispatch(r)
 			if err == uct.ErrNoResource {
@@ -309,7 +319,7 @@ func (ep *Endpoint) post(r *Request) {
 		ep.w.complete(r, opErr(kindOp[r.kind], ep.name, uct.ErrClosed))
 		return
 	}
-	if ep.ridKnown && ep.queue.empty() {
+	if ep.ridKnown && ep.queue.empty() && ep.stalled.empty() {
 		if ep.w.dispatch(r) != uct.ErrNoResource {
 			return
 		}
@@ -387,9 +397,11 @@ func (w *Worker) failEP(ep *Endpoint, err error) {
 	for _, r := range ep.queue.take() {
 		w.complete(r, opErr(kindOp[r.kind], ep.name, uct.ErrCanceled))
 	}
-	for _, r := range ep.inflight.take() {
-		r.zombie = true
-		w.complete(r, opErr(kindOp[r.kind], ep.name, err))
+	for _, l := range []*reqList{&ep.stalled, &ep.inflight} {
+		for _, r := range l.take() {
+			r.zombie = true
+			w.complete(r, opErr(kindOp[r.kind], ep.name, err))
+		}
 	}
 	w.closeLanes(ep)
 	if w.cfg.ErrorMode != ErrorModePeer {
@@ -442,9 +454,11 @@ func (w *Worker) closeEP(ep *Endpoint, force bool, status uct.Status) {
 	for _, r := range ep.queue.take() {
 		w.complete(r, opErr(kindOp[r.kind], ep.name, status))
 	}
-	for _, r := range ep.inflight.take() {
-		r.zombie = true
-		w.complete(r, opErr(kindOp[r.kind], ep.name, status))
+	for _, l := range []*reqList{&ep.stalled, &ep.inflight} {
+		for _, r := range l.take() {
+			r.zombie = true
+			w.complete(r, opErr(kindOp[r.kind], ep.name, status))
+		}
 	}
 	for _, r := range w.flushers {
 		if r.ep == ep {
@@ -509,7 +523,7 @@ func (ep *Endpoint) Flush(p *Params) *Request {
 }
 
 func (ep *Endpoint) idle() bool {
-	return ep.closed || ep.err != nil || ep.queue.empty() && ep.inflight.empty() && !ep.wireupDue
+	return ep.closed || ep.err != nil || ep.queue.empty() && ep.inflight.empty() && ep.stalled.empty() && !ep.wireupDue
 }
 
 // checkFlushers completes flush and close requests whose endpoints are

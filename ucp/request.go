@@ -94,6 +94,13 @@ type Request struct {
 	rndvLen int    // receive: message length announced by RTS
 	rndvSrc *Endpoint
 	peerReq uint64 // the peer's rendezvous slot (ATS/ATP target)
+	// a chunked transfer (startChunks): what is left to post
+	xbuf   []byte
+	xoff   int
+	xraddr uint64
+	xkey   uct.RKey
+	xlane  int
+	xput   bool
 	// zombie: completed by its endpoint's close or failure while a uct
 	// operation may still report into comp (the lane is closed after the
 	// worker lock is released), so it never returns to the pool.
@@ -378,9 +385,5 @@ func (r *Request) onComp(c *uct.Completion) {
 	if r.isDone() {
 		return
 	}
-	if err != nil {
-		w.failRndv(r, err)
-		return
-	}
-	w.stepDone(r)
+	w.finishChunks(r, err)
 }

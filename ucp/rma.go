@@ -238,19 +238,11 @@ func (ep *Endpoint) laneKey(r *Request) (*lane, uct.RKey, error) {
 
 // doRMA posts a put or get (lock held).
 func (ep *Endpoint) doRMA(r *Request) error {
-	ln, k, err := ep.laneKey(r)
+	_, k, err := ep.laneKey(r)
 	if err != nil {
 		return err
 	}
-	inprog, err := ep.w.postChunks(r, ln, r.kind == kPut, r.buf, r.raddr, k)
-	if err != nil {
-		return err
-	}
-	if inprog {
-		ep.inflight.push(r)
-		return nil
-	}
-	ep.w.complete(r, nil)
+	ep.w.startChunks(r, ep.rmaLane, r.kind == kPut, r.buf, r.raddr, k)
 	return nil
 }
 

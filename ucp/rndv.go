@@ -63,29 +63,21 @@ func (ep *Endpoint) rndvAnnounce(r *Request, id uint8) error {
 // names the peer's request. The request finishes as stepDone says (ATS or
 // ATP, then completion) once the data has moved, or fails (nackRndv).
 func (w *Worker) rndvMove(r *Request, ep *Endpoint, put bool, buf []byte, raddr uint64, rkey []byte) {
-	if len(buf) > 0 {
-		err := fmt.Errorf("no lane for get: %w", uct.ErrUnsupported)
-		var k *keyEntry
-		if ep.rmaLane >= 0 {
-			k, err = ep.laneKeyRef(rkey, ep.rmaLane)
-		}
-		if err == nil {
-			r.ukey = k
-			var inprog bool
-			inprog, err = w.postChunks(r, &ep.lanes[ep.rmaLane], put, buf, raddr, k.key)
-			if err == nil && inprog {
-				if r.list != &ep.inflight {
-					ep.inflight.push(r) // onComp -> stepDone finishes
-				}
-				return
-			}
-		}
-		if err != nil {
-			w.failRndv(r, err)
-			return
-		}
+	if len(buf) == 0 {
+		w.stepDone(r)
+		return
 	}
-	w.stepDone(r)
+	if ep.rmaLane < 0 {
+		w.failRndv(r, fmt.Errorf("no lane for get: %w", uct.ErrUnsupported))
+		return
+	}
+	k, err := ep.laneKeyRef(rkey, ep.rmaLane)
+	if err != nil {
+		w.failRndv(r, err)
+		return
+	}
+	r.ukey = k
+	w.startChunks(r, ep.rmaLane, put, buf, raddr, k.key)
 }
 
 // failRndv completes rendezvous request r with err, tells the peer and
@@ -117,14 +109,28 @@ func (w *Worker) nackRndv(r *Request, err error) {
 	ep.ctl(id, (&ack{dst: ep.rid, req: r.peerReq, status: uint8(uct.StatusOf(err))}).encode)
 }
 
-// postChunks posts buf in chunks of the lane's zcopy limit. It returns
-// whether some chunk is still in progress (then r.comp fires onComp). If a
-// chunk fails to post while earlier ones are in flight, the error is kept
-// as r.comp's status and postChunks reports them in progress: onComp then
-// completes r with that first error once every posted chunk has reported,
-// so no completion touches r after it completed (and was perhaps reused).
-// An error is returned only when no chunk is in flight.
-func (w *Worker) postChunks(r *Request, ln *lane, put bool, buf []byte, raddr uint64, k uct.RKey) (bool, error) {
+// startChunks moves buf to or from the peer's memory at raddr under key
+// k on lane i of r.ep (PUT or GET zcopy), in chunks of the lane's zcopy
+// limit (lock held). r finishes through finishChunks: stepDone once every
+// chunk has completed, or failRndv with the first failure, after every
+// posted chunk has reported, so that no completion touches r after it
+// completed (and was perhaps reused).
+//
+// A chunk refused for lack of resources (uct.ErrNoResource, ErrBusy) does
+// not fail r: r waits on its endpoint's stalled list, as a request in UCX's
+// pending queue, and drainBacklog posts the rest, in order and before any
+// operation started on the endpoint later, when the lane has room again.
+// r.comp holds one count of its own until the last chunk is posted, so
+// chunks that complete meanwhile do not finish r early.
+func (w *Worker) startChunks(r *Request, i int, put bool, buf []byte, raddr uint64, k uct.RKey) {
+	r.xbuf, r.xoff, r.xraddr, r.xkey, r.xlane, r.xput = buf, 0, raddr, k, i, put
+	r.comp.Count = 1
+	r.comp.Status = nil
+	w.postChunks(r)
+}
+
+// chunkMax is the largest chunk of a transfer on ln.
+func (w *Worker) chunkMax(ln *lane, put bool) int {
 	max := ln.attr.GetMaxZcopy
 	if put {
 		max = ln.attr.PutMaxZcopy
@@ -132,34 +138,90 @@ func (w *Worker) postChunks(r *Request, ln *lane, put bool, buf []byte, raddr ui
 	if max <= 0 {
 		max = 1 << 20
 	}
-	r.comp.Count = 1
-	r.comp.Status = nil
-	for off := 0; off < len(buf); off += max {
-		end := min(off+max, len(buf))
-		r.iov[0] = buf[off:end]
+	if c := w.cfg.chunkMax; c > 0 && c < max {
+		max = c
+	}
+	return max
+}
+
+// postChunks posts the chunks of r's transfer from r.xoff on (lock held);
+// see startChunks.
+func (w *Worker) postChunks(r *Request) {
+	ep := r.ep
+	ln := &ep.lanes[r.xlane]
+	max := w.chunkMax(ln, r.xput)
+	for r.xoff < len(r.xbuf) && r.comp.Status == nil {
+		end := min(r.xoff+max, len(r.xbuf))
+		r.iov[0] = r.xbuf[r.xoff:end]
 		r.comp.Count++
 		var err error
-		if put {
-			err = ln.ep.PutZcopy(r.iov[:], raddr+uint64(off), k, &r.comp)
+		if r.xput {
+			err = ln.ep.PutZcopy(r.iov[:], r.xraddr+uint64(r.xoff), r.xkey, &r.comp)
 		} else {
-			err = ln.ep.GetZcopy(r.iov[:], raddr+uint64(off), k, &r.comp)
+			err = ln.ep.GetZcopy(r.iov[:], r.xraddr+uint64(r.xoff), r.xkey, &r.comp)
 		}
 		if err == uct.ErrInProgress {
+			r.xoff = end
 			continue
 		}
 		r.comp.Count--
-		if err != nil {
-			if r.comp.Count > 1 {
-				r.comp.Status = err
-				r.comp.Count--
-				return true, nil
+		if err == uct.ErrNoResource || err == uct.ErrBusy {
+			if r.list != &ep.stalled {
+				if r.list != nil {
+					r.list.remove(r)
+				}
+				ep.stalled.push(r)
+				w.chunkStalls++
 			}
-			r.comp.Count = 0
-			return false, err
+			w.toBacklog(ep)
+			return
+		}
+		if err != nil {
+			r.comp.Status = err
+			break
+		}
+		r.xoff = end
+	}
+	r.xbuf, r.xkey, r.iov[0] = nil, nil, nil
+	if r.list != &ep.inflight {
+		if r.list != nil {
+			r.list.remove(r)
+		}
+		ep.inflight.push(r)
+	}
+	if r.comp.Count--; r.comp.Count > 0 {
+		return // onComp finishes r
+	}
+	err := r.comp.Status
+	r.comp.Status = nil
+	w.finishChunks(r, err)
+}
+
+// finishChunks finishes r after its chunks completed with err (lock
+// held).
+func (w *Worker) finishChunks(r *Request, err error) {
+	if err != nil {
+		w.failRndv(r, err)
+		return
+	}
+	w.stepDone(r)
+}
+
+// resumeStalled posts the chunks left of ep's stalled transfers, oldest
+// first (lock held). It reports whether none is left.
+func (w *Worker) resumeStalled(ep *Endpoint) (int, bool) {
+	n := 0
+	for r := ep.stalled.head; r != nil; r = ep.stalled.head {
+		w.postChunks(r)
+		if r.list == &ep.stalled {
+			return n, false
+		}
+		n++
+		if ep.err != nil || ep.closed {
+			return n, false
 		}
 	}
-	r.comp.Count--
-	return r.comp.Count > 0, nil
+	return n, true
 }
 
 // stepDone finishes r after its posted uct operations completed (lock

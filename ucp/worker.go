@@ -116,6 +116,7 @@ type Worker struct {
 	// ignoreIfaceErrors makes the worker rely on keepalive alone (tests).
 	ignoreIfaceErrors atomic.Bool
 	amDropped         int
+	chunkStalls       int // chunked transfers that met back-pressure (tests)
 	closed            bool
 }
 
