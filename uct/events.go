@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -320,6 +321,11 @@ type Notifier struct {
 	handlers []notifyEntry
 	ready    int // completions seen with no handler waiting
 	closed   bool
+	// idle is set (under mu) while no handler waits and a completion is
+	// remembered, so that Completed, called on every Progress that found
+	// something, has nothing to do and skips the lock. Notify clears it
+	// before it takes the remembered completion.
+	idle atomic.Bool
 }
 
 type notifyEntry struct {
@@ -338,6 +344,7 @@ func (n *Notifier) Notify(h func(arg any, err error), arg any) error {
 		return ErrClosed
 	}
 	if n.ready > 0 {
+		n.idle.Store(false)
 		n.ready--
 		n.mu.Unlock()
 		h(arg, nil)
@@ -352,12 +359,16 @@ func (n *Notifier) Notify(h func(arg any, err error), arg any) error {
 // one per completion; completions with no handler are remembered for the
 // next Notify (capped, since one is enough to make Notify run at once).
 func (n *Notifier) Completed(count int) {
+	if n.idle.Load() {
+		return
+	}
 	for ; count > 0; count-- {
 		n.mu.Lock()
 		if len(n.handlers) == 0 {
 			if n.ready == 0 {
 				n.ready = 1
 			}
+			n.idle.Store(true)
 			n.mu.Unlock()
 			return
 		}
