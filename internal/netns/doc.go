@@ -1,11 +1,14 @@
 // Package netns is test plumbing for network tests: it builds a pair of
 // named Linux network namespaces joined by a veth pair, with IPv4
 // addresses, and runs code or processes inside either namespace.
+// [NewStar] builds n namespaces on one subnet instead, each joined by a
+// veth pair to a bridge in a hub namespace, for tests of more than two
+// processes.
 //
 // Namespaces are created the way "ip netns add" does it (unshare and a
 // bind mount under /run/netns), links and addresses are configured over
 // rtnetlink; iproute2 is not needed. Everything [NewPair] creates is
-// deleted by the test's Cleanup (or [Pair.Close]): the veth pair first,
+// deleted by the test's Cleanup (or [Pair.Close], [Star.Close]): the veth pairs first,
 // so it goes away even if a leaked socket still pins a namespace, then
 // the namespace mounts. Names start with [Prefix].
 //

@@ -197,3 +197,28 @@ func (r *rtnl) addAddr(index int, p netip.Prefix) error {
 	}
 	return nil
 }
+
+// addBridge creates a bridge (STP off, so ports forward at once) in the
+// rtnl socket's namespace.
+func (r *rtnl) addBridge(name string, mtu int) error {
+	m := newMsg(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL, ifinfomsg(0, 0, 0))
+	m.str(unix.IFLA_IFNAME, name)
+	m.u32(unix.IFLA_MTU, uint32(mtu))
+	m.begin(unix.IFLA_LINKINFO)
+	m.str(unix.IFLA_INFO_KIND, "bridge")
+	m.end()
+	if err := r.do(m); err != nil {
+		return fmt.Errorf("create bridge %s: %w", name, err)
+	}
+	return nil
+}
+
+// setMaster makes link index a port of the bridge master.
+func (r *rtnl) setMaster(index, master int) error {
+	m := newMsg(unix.RTM_NEWLINK, 0, ifinfomsg(int32(index), 0, 0))
+	m.u32(unix.IFLA_MASTER, uint32(master))
+	if err := r.do(m); err != nil {
+		return fmt.Errorf("set master of link %d to %d: %w", index, master, err)
+	}
+	return nil
+}
