@@ -16,14 +16,16 @@ import (
 // the iface's CM port, answers each REQ through accept and keeps the
 // connection open as the passive QP's lifeline: a DREQ or the connection's
 // end (the requester closed its endpoint or died) calls the release
-// function accept returned. It runs one goroutine for the listener and one
-// per connection, on the control path only.
+// function accept returned. Close sends DREQ on every established
+// connection before closing it, so the requester can tell an iface that
+// closed from a process that died. It runs one goroutine for the listener
+// and one per connection, on the control path only.
 type cmServer struct {
 	ln     *net.TCPListener
 	accept func(req cmMsg) (rep cmMsg, release func(), err error)
 
 	mu     sync.Mutex
-	conns  map[*net.TCPConn]struct{}
+	conns  map[*net.TCPConn]uint32 // the passive QPN once REP is sent, else 0
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -31,12 +33,16 @@ type cmServer struct {
 // cmHandshakeTimeout bounds how long the passive side waits for a REQ.
 const cmHandshakeTimeout = 10 * time.Second
 
+// cmByeTimeout bounds the DREQ that Close sends on each connection (the
+// socket's send buffer is all but empty: only a stuck peer blocks it).
+const cmByeTimeout = 100 * time.Millisecond
+
 func listenCM(ip netip.Addr, accept func(cmMsg) (cmMsg, func(), error)) (*cmServer, error) {
 	ln, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, 0)))
 	if err != nil {
 		return nil, fmt.Errorf("rc cm: listen on %s: %w: %w", ip, uct.ErrUnreachable, err)
 	}
-	s := &cmServer{ln: ln, accept: accept, conns: map[*net.TCPConn]struct{}{}}
+	s := &cmServer{ln: ln, accept: accept, conns: map[*net.TCPConn]uint32{}}
 	s.wg.Add(1)
 	go s.serve()
 	return s, nil
@@ -58,7 +64,7 @@ func (s *cmServer) serve() {
 			c.Close()
 			return
 		}
-		s.conns[c] = struct{}{}
+		s.conns[c] = 0
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go s.handle(c)
@@ -99,6 +105,11 @@ func (s *cmServer) handle(c *net.TCPConn) {
 	if _, err := c.Write(rep.encode()); err != nil {
 		return
 	}
+	s.mu.Lock()
+	if _, ok := s.conns[c]; ok {
+		s.conns[c] = rep.QPN
+	}
+	s.mu.Unlock()
 	c.SetDeadline(time.Time{})
 	c.SetKeepAlive(true)
 	c.SetKeepAlivePeriod(time.Second)
@@ -110,8 +121,8 @@ func (s *cmServer) handle(c *net.TCPConn) {
 	}
 }
 
-// Close stops accepting, closes every connection (their passive QPs are
-// released) and waits for the goroutines.
+// Close stops accepting, sends DREQ on every established connection and
+// closes it (their passive QPs are released) and waits for the goroutines.
 func (s *cmServer) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -120,7 +131,12 @@ func (s *cmServer) Close() error {
 	}
 	s.closed = true
 	err := s.ln.Close()
-	for c := range s.conns {
+	for c, qpn := range s.conns {
+		if qpn != 0 {
+			// the requester's lifeline: "this iface closed"
+			c.SetWriteDeadline(time.Now().Add(cmByeTimeout))
+			c.Write((&cmMsg{Type: cmDREQ, QPN: qpn}).encode())
+		}
 		c.Close()
 	}
 	s.mu.Unlock()

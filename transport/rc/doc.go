@@ -31,10 +31,11 @@
 // timeout is scaled so that retry_cnt (6) + 1 attempts take about half of
 // EPParams.Timeout; rnr_retry is 7 (infinite, RNR is back-pressure). The
 // TCP connection stays open as the endpoint's lifeline: Endpoint.Close
-// sends DREQ and the peer destroys its QP; if the peer iface closes or its
-// process dies, the connection ends and the endpoint enters its error
-// state with uct.ErrConnectionReset (watched by one goroutine per
-// endpoint, off the hot path).
+// sends DREQ and the peer destroys its QP; if the peer iface closes, it
+// sends DREQ the other way and the endpoint enters its error state with
+// uct.ErrConnectionReset; if the connection ends without DREQ (the peer's
+// process died and its kernel closed the socket), with uct.ErrPeerFailed
+// (watched by one goroutine per endpoint, off the hot path).
 //
 // # Data path
 //

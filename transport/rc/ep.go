@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/ucgo/ucgo/transport/rc/verbs"
 	"github.com/ucgo/ucgo/uct"
@@ -600,16 +602,28 @@ func (ep *Endpoint) Close() error {
 }
 
 // watchLifeline waits for the connection manager connection to end. The
-// passive side never writes after REP, so a return from Read means the
-// peer iface closed or its process died: the endpoint fails with
-// ErrConnectionReset (applied by the next Progress or operation).
+// passive side never writes after REP but DREQ when its iface closes: the
+// endpoint then fails with ErrConnectionReset. A connection that ends
+// without it (EOF or reset: the kernel closed the socket of a process that
+// died) fails it with ErrPeerFailed, any other end (TCP keepalive timed
+// out, unreachable) with ErrConnectionReset. The error is applied by the
+// next Progress or operation.
 func (ep *Endpoint) watchLifeline() {
-	var b [64]byte
-	_, err := ep.conn.Read(b[:])
+	m, err := readCM(ep.conn)
 	if ep.closing.Load() {
 		return
 	}
-	e := ep.opErr("connection", uct.ErrConnectionReset, fmt.Errorf("connection manager link ended: %w", err))
+	var e error
+	switch {
+	case err == nil && m.Type == cmDREQ:
+		e = ep.opErr("connection", uct.ErrConnectionReset, errors.New("peer iface closed"))
+	case err == nil:
+		e = ep.opErr("connection", uct.ErrConnectionReset, fmt.Errorf("connection manager sent message type %d", m.Type))
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+		e = ep.opErr("connection", uct.ErrPeerFailed, fmt.Errorf("connection manager link ended without DREQ: %w", err))
+	default:
+		e = ep.opErr("connection", uct.ErrConnectionReset, fmt.Errorf("connection manager link ended: %w", err))
+	}
 	ep.asyncErr.Store(&e)
 	ep.qp.Modify(&verbs.QPAttr{State: verbs.QPSErr}, verbs.QPAttrState)
 	ep.it.attention.Store(true)

@@ -407,7 +407,8 @@ func TestNetnsLinkDown(t *testing.T) {
 }
 
 // TestNetnsPeerKilled: SIGKILL of the child puts the endpoint in error
-// state (through its connection manager link) and fails new operations.
+// state with uct.ErrPeerFailed (its connection manager link ended without
+// DREQ) and fails new operations.
 func TestNetnsPeerKilled(t *testing.T) {
 	p := startPeer(t, 5*time.Second)
 	var rec errRecorder
@@ -420,18 +421,31 @@ func TestNetnsPeerKilled(t *testing.T) {
 		p.ep.PutShort([]byte{1}, p.memAddr, p.rkey)
 		return p.ep.Err() != nil
 	})
-	if !uct.StatusOf(p.ep.Err()).IsEndpointFatal() {
-		t.Errorf("endpoint Err %v is not endpoint-fatal", p.ep.Err())
+	if !errors.Is(p.ep.Err(), uct.ErrPeerFailed) || !uct.StatusOf(p.ep.Err()).IsEndpointFatal() {
+		t.Errorf("endpoint Err %v, want an endpoint-fatal uct.ErrPeerFailed", p.ep.Err())
 	}
 	_, err := p.ep.AMBcopy(amEcho, []byte{1}, nil)
-	if err == nil || !uct.StatusOf(err).IsEndpointFatal() {
-		t.Errorf("AM to the killed peer: %v, want an endpoint-fatal error", err)
+	if !errors.Is(err, uct.ErrPeerFailed) {
+		t.Errorf("AM to the killed peer: %v, want uct.ErrPeerFailed", err)
 	}
 	if rec.n() == 0 {
 		t.Errorf("error handler not called")
 	}
 	if hasEvent(events(p.it), uct.EventEndpointError) == nil {
 		t.Errorf("no EventEndpointError")
+	}
+}
+
+// TestNetnsPeerClosed: a peer whose iface closes (and whose process then
+// exits) sends DREQ on its connection manager link: the endpoint fails
+// with uct.ErrConnectionReset, not uct.ErrPeerFailed.
+func TestNetnsPeerClosed(t *testing.T) {
+	p := startPeer(t, 5*time.Second)
+	p.echoCheck("AMBcopy before the close", []byte{1}, func() error { _, err := p.ep.AMBcopy(amEcho, []byte{1}, nil); return err })
+	p.quit()
+	p.until("endpoint error", func() bool { return p.ep.Err() != nil })
+	if err := p.ep.Err(); !errors.Is(err, uct.ErrConnectionReset) || errors.Is(err, uct.ErrPeerFailed) {
+		t.Errorf("endpoint Err %v, want uct.ErrConnectionReset", err)
 	}
 }
 
