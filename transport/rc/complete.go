@@ -62,6 +62,13 @@ func (it *Iface) sendDone(wc *verbs.WC) {
 		it.finish(o, idx, nil)
 		return
 	}
+	if ep.err == nil {
+		// The lifeline watcher stores its error before it moves the QP
+		// to ERR: the completions that flushes are its consequence.
+		if p := ep.asyncErr.Load(); p != nil {
+			ep.fail(*p)
+		}
+	}
 	st := wcStatus(wc.Status, ep)
 	var cause error
 	if wc.Status != verbs.WCWRFlushErr {
