@@ -10,15 +10,46 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ucgo/ucgo/internal/netns"
+	"github.com/ucgo/ucgo/transport/rc"
 	"github.com/ucgo/ucgo/uct"
 )
 
 // Error-model tests: real processes, real SIGKILL and SIGSTOP.
 //
-// errTLS lists the transport sets the tests run over (UCGO_TLS values).
-// Each name must be one of DefaultTransports in both the test and its
-// children.
-var errTLS = []string{"shm"}
+// errTLS lists the transport sets the tests run over (UCGO_TLS values):
+// shm between processes of this host, rc with every process in a network
+// namespace of its own (tlsWorld).
+var errTLS = []string{"shm", "rc"}
+
+// tlsWorld is world over the transports named by tls. Over "rc" every
+// rank runs in a network namespace of its own, joined through a bridge
+// (netns.NewStar; root, the test is skipped otherwise), with a transport
+// timeout long enough for a loaded machine (epTimeoutEnv), so that the
+// peer's death is detected by the rc transport itself: its connection
+// manager link ends, or operations exceed their retries.
+func tlsWorld(t testing.TB, tls string, n int, role string, cfg Config, env ...string) *node {
+	t.Helper()
+	if tls != "rc" {
+		return world(t, n, role, tlsConfig(t, cfg, tls), env...)
+	}
+	star, err := netns.NewStar(t, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(epTimeoutEnv, "30s")
+	cfg.Transports = []uct.Component{rc.New(rc.Config{})}
+	nd := worldIn(t, star, n, role, cfg, env...)
+	for r, ep := range nd.eps {
+		if ep == nil {
+			continue
+		}
+		if tr := ep.lanes[0].attr.Transport; len(ep.lanes) != 1 || tr != "rc" {
+			t.Fatalf("rank %d: lanes %d, first %s; want one rc lane", r, len(ep.lanes), tr)
+		}
+	}
+	return nd
+}
 
 // tlsConfig returns cfg using the transports named by tls.
 func tlsConfig(t testing.TB, cfg Config, tls string) Config {
@@ -256,7 +287,7 @@ func TestErrKill(t *testing.T) {
 }
 
 func testErrKill(t *testing.T, tls string, c errCase, n int) {
-	nd := world(t, n, "errkill", tlsConfig(t, c.cfg, tls), c.env(tls)...)
+	nd := tlsWorld(t, tls, n, "errkill", c.cfg, c.env(tls)...)
 	w, ep1 := nd.w, nd.eps[1]
 	peer := c.cfg.ErrorMode == ErrorModePeer
 	suspend := peer && c.cfg.MatchingMode == MatchingSuspend
@@ -605,7 +636,7 @@ func TestErrCloseInHandler(t *testing.T) {
 }
 
 func testErrCloseInHandler(t *testing.T, tls string, c errCase, mode CloseMode, n int) {
-	nd := world(t, n, "errkill", tlsConfig(t, c.cfg, tls), c.env(tls)...)
+	nd := tlsWorld(t, tls, n, "errkill", c.cfg, c.env(tls)...)
 	w, ep1 := nd.w, nd.eps[1]
 	suspend := c.cfg.MatchingMode == MatchingSuspend
 	recvKeys(t, nd, 1)
@@ -683,7 +714,7 @@ func TestErrForceClose(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%s/purge=%v", tls, em, x.purge), func(t *testing.T) {
 				// keepalive off: the stopped peer must not be declared failed
 				c := errCase{cfg: Config{ErrorMode: em, KeepaliveInterval: -1}}
-				nd := world(t, 2, "rma", tlsConfig(t, c.cfg, tls), c.env(tls)...)
+				nd := tlsWorld(t, tls, 2, "rma", c.cfg, c.env(tls)...)
 				ep := nd.eps[1]
 				keys := recvKeys(t, nd, 1)
 				nd.must(nd.procs[1].Process.Signal(syscallSIGSTOP))
@@ -761,7 +792,7 @@ func TestErrWorkerClose(t *testing.T) {
 	for _, tls := range errTLS {
 		t.Run(tls, func(t *testing.T) {
 			c := errCase{cfg: Config{ErrorMode: ErrorModePeer}}
-			nd := world(t, 2, "errkill", tlsConfig(t, c.cfg, tls), c.env(tls)...)
+			nd := tlsWorld(t, tls, 2, "errkill", c.cfg, c.env(tls)...)
 			recvKeys(t, nd, 1)
 			nd.must(nd.wait(nd.w.TagRecv(make([]byte, 70000), mkTag(1, tagFlood), exact, nil)))
 			rW := nd.w.TagRecv(make([]byte, 8), mkTag(0, tagG), anySrc, nil)
@@ -829,7 +860,7 @@ func TestErrKeepaliveStopped(t *testing.T) {
 			// healthy peer look silent.
 			const ival = 100 * time.Millisecond
 			c := errCase{cfg: Config{ErrorMode: ErrorModePeer, KeepaliveInterval: ival, DetectSilentPeers: true}}
-			nd := world(t, 3, "kaecho", tlsConfig(t, c.cfg, tls), append(c.env(tls), EnvKeepalive+"=2s",
+			nd := tlsWorld(t, tls, 3, "kaecho", c.cfg, append(c.env(tls), EnvKeepalive+"=2s",
 				rankEnvPrefix+"1="+EnvKeepalive+"="+ival.String())...)
 			ep1, ep2 := nd.eps[1], nd.eps[2]
 			nd.progressUntil("a heartbeat from rank 1", func() bool { return armed(ep1) })
@@ -866,7 +897,7 @@ func TestErrKeepaliveSilentOff(t *testing.T) {
 		t.Run(tls, func(t *testing.T) {
 			const ival = 50 * time.Millisecond
 			c := errCase{cfg: Config{ErrorMode: ErrorModePeer, KeepaliveInterval: ival}}
-			nd := world(t, 2, "kaecho", tlsConfig(t, c.cfg, tls), append(c.env(tls), EnvKeepalive+"="+ival.String())...)
+			nd := tlsWorld(t, tls, 2, "kaecho", c.cfg, append(c.env(tls), EnvKeepalive+"="+ival.String())...)
 			ep1 := nd.eps[1]
 			nd.progressUntil("a heartbeat from rank 1", func() bool { return armed(ep1) })
 			nd.must(nd.procs[1].Process.Signal(syscall.SIGSTOP))
@@ -893,7 +924,7 @@ func TestErrKeepaliveKilled(t *testing.T) {
 	for _, tls := range errTLS {
 		t.Run(tls, func(t *testing.T) {
 			c := errCase{cfg: Config{ErrorMode: ErrorModePeer, KeepaliveInterval: 50 * time.Millisecond}}
-			nd := world(t, 2, "echo", tlsConfig(t, c.cfg, tls), c.env(tls)...)
+			nd := tlsWorld(t, tls, 2, "echo", c.cfg, c.env(tls)...)
 			ep := nd.eps[1]
 			r := nd.w.TagRecv(make([]byte, 8), mkTag(1, tagB), exact, nil)
 			nd.w.ignoreIfaceErrors.Store(true)
@@ -916,7 +947,7 @@ func TestErrNoSourceMask(t *testing.T) {
 		for _, mm := range []MatchingMode{MatchingSuspend, MatchingNeverSuspend} {
 			t.Run(fmt.Sprintf("%s/never=%v", tls, mm == MatchingNeverSuspend), func(t *testing.T) {
 				c := errCase{cfg: Config{ErrorMode: ErrorModePeer, MatchingMode: mm, SourceTagMask: noSrcMask}}
-				nd := world(t, 2, "errkill", tlsConfig(t, c.cfg, tls), c.env(tls)...)
+				nd := tlsWorld(t, tls, 2, "errkill", c.cfg, c.env(tls)...)
 				w, ep1 := nd.w, nd.eps[1]
 				recvKeys(t, nd, 1)
 				nd.must(nd.wait(w.TagRecv(make([]byte, 70000), mkTag(1, tagFlood), exact, nil)))
@@ -949,7 +980,7 @@ func TestErrTwoFailures(t *testing.T) {
 		for _, resolve := range []string{"purge", "resume"} {
 			t.Run(tls+"/"+resolve, func(t *testing.T) {
 				c := errCase{cfg: Config{ErrorMode: ErrorModePeer}}
-				nd := world(t, 3, "errkill", tlsConfig(t, c.cfg, tls), c.env(tls)...)
+				nd := tlsWorld(t, tls, 3, "errkill", c.cfg, c.env(tls)...)
 				w, ep1, ep2 := nd.w, nd.eps[1], nd.eps[2]
 				recvKeys(t, nd, 1)
 				rW := w.TagRecv(make([]byte, 8), mkTag(0, tagB), anySrc, nil)

@@ -11,11 +11,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ucgo/ucgo/internal/netns"
 )
 
 // Cross-process tests re-execute the test binary: a child with
 // UCGO_UCP_ROLE set opens a worker, prints its address, reads every
-// rank's address from stdin, connects to all and runs its role.
+// rank's address from stdin, connects to all, prints connectedLine and
+// runs its role.
+
+// connectedLine is what a child prints once it connected to every rank.
+const connectedLine = "connected"
 
 const (
 	roleEnv = "UCGO_UCP_ROLE"
@@ -98,6 +104,7 @@ func runChild(role string) error {
 	if err := nd.connectAll(strings.Fields(line)); err != nil {
 		return err
 	}
+	fmt.Println(connectedLine)
 	if err := fn(nd); err != nil {
 		return err
 	}
@@ -132,29 +139,60 @@ func (nd *node) connectAll(addrs []string) error {
 // world starts n-1 children running role (with env added) and returns rank 0.
 func world(t testing.TB, n int, role string, cfg Config, env ...string) *node {
 	t.Helper()
+	return worldIn(t, nil, n, role, cfg, env...)
+}
+
+// worldIn is world with rank r in star.NS[r] when star is not nil: rank
+// 0's worker is made and its endpoints connected inside its namespace (the
+// rc device's socket and connection manager live there), the children are
+// started in theirs.
+func worldIn(t testing.TB, star *netns.Star, n int, role string, cfg Config, env ...string) *node {
+	t.Helper()
 	switch cfg.SourceTagMask {
 	case 0:
 		cfg.SourceTagMask = srcMask
 	case noSrcMask:
 		cfg.SourceTagMask = 0 // rank 0 does not know where tags carry the rank
 	}
-	ctx, err := newContext(cfg, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
+	in := func(r int, fn func() error) error {
+		if star == nil {
+			return fn()
+		}
+		return star.NS[r].Do(fn)
 	}
-	w, err := ctx.NewWorker()
-	if err != nil {
-		t.Fatal(err)
-	}
-	nd := &node{t: t, n: n, ctx: ctx, w: w, procs: make([]*exec.Cmd, n), errs: make(chan epErr, 16)}
-	t.Cleanup(func() {
-		w.Close()
-		ctx.Close()
+	nd := &node{t: t, n: n, procs: make([]*exec.Cmd, n), errs: make(chan epErr, 16)}
+	err := in(0, func() error {
+		ctx, err := newContext(cfg, func(string) string { return "" })
+		if err != nil {
+			return err
+		}
+		w, err := ctx.NewWorker()
+		if err != nil {
+			ctx.Close()
+			return err
+		}
+		nd.ctx, nd.w = ctx, w
+		return nil
 	})
-	addrs := []string{hex.EncodeToString(w.Address())}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		nd.w.Close()
+		nd.ctx.Close()
+	})
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := []string{hex.EncodeToString(nd.w.Address())}
 	var stdins []*os.File
+	var outs []*bufio.Reader
 	for r := 1; r < n; r++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd := exec.Command(self, "-test.run=^$")
+		if star != nil {
+			cmd = star.NS[r].Command(self, "-test.run=^$")
+		}
 		cmd.Env = append(os.Environ(), roleEnv+"="+role, rankEnv+"="+strconv.Itoa(r), sizeEnv+"="+strconv.Itoa(n))
 		if os.Getenv("GORACE") == "" {
 			// a race-enabled child would sleep 1 s at exit
@@ -181,18 +219,31 @@ func world(t testing.TB, n int, role string, cfg Config, env ...string) *node {
 			cmd.Wait()
 		})
 		nd.procs[r] = cmd
+		br := bufio.NewReader(out)
 		var a string
-		if _, err := fmt.Fscan(bufio.NewReader(out), &a); err != nil {
+		if _, err := fmt.Fscan(br, &a); err != nil {
 			t.Fatalf("reading rank %d address: %v", r, err)
 		}
 		addrs = append(addrs, a)
 		stdins = append(stdins, inW)
+		outs = append(outs, br)
 	}
 	for _, in := range stdins {
 		fmt.Fprintln(in, strings.Join(addrs, " "))
 	}
-	if err := nd.connectAll(addrs); err != nil {
+	// Connect (the rc connection manager dials) before the first
+	// Progress: the children's wireups then find our endpoints and need
+	// no connection back from outside the namespace.
+	if err := in(0, func() error { return nd.connectAll(addrs) }); err != nil {
 		t.Fatal(err)
+	}
+	// Every child connected to every rank before the test starts, so a
+	// test that kills one child does not make another fail to connect.
+	for r, br := range outs {
+		var line string
+		if _, err := fmt.Fscan(br, &line); err != nil || line != connectedLine {
+			t.Fatalf("rank %d did not connect to every rank: %q, %v", r+1, line, err)
+		}
 	}
 	return nd
 }
