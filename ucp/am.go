@@ -147,8 +147,34 @@ func (w *Worker) onUser(_ any, data []byte, _ uct.AMFlags) {
 		return
 	}
 	w.unlock()
-	m := AMMessage{ID: id, Header: hdr, Data: payload, Reply: ep, Length: len(payload)}
-	h(&m)
+	m := w.eagerMsg()
+	m.ID, m.Header, m.Data, m.Reply, m.Length = id, hdr, payload, ep, len(payload)
+	h(m)
+	w.eagerMsgDone(m)
+}
+
+// eagerMsg returns the message given to the handler of an eager active
+// message. Handlers run inside the transports' progress, which one
+// goroutine at a time runs (Progress is not reentrant), so one call at a
+// time uses the worker's message; a handler that keeps its message (Keep)
+// takes it, and the next call gets a new one.
+func (w *Worker) eagerMsg() *AMMessage {
+	m := w.amMsg
+	if m == nil {
+		m = new(AMMessage)
+		w.amMsg = m
+	}
+	return m
+}
+
+// eagerMsgDone takes m back after its handler returned, unless it was
+// kept.
+func (w *Worker) eagerMsgDone(m *AMMessage) {
+	if m.kept {
+		w.amMsg = nil
+		return
+	}
+	*m = AMMessage{}
 }
 
 // amState is what the worker keeps in an AMMessage.
@@ -227,7 +253,8 @@ func (w *Worker) onUserFrag(_ any, data []byte, _ uct.AMFlags) {
 		return
 	}
 	w.unlock()
-	msg := &AMMessage{ID: a.id, Header: a.hdr, Data: a.buf, Reply: ep, Length: len(a.buf)}
+	msg := w.eagerMsg()
+	msg.ID, msg.Header, msg.Data, msg.Reply, msg.Length = a.id, a.hdr, a.buf, ep, len(a.buf)
 	msg.owned = true
 	h(msg)
 	if !msg.kept {
@@ -235,6 +262,7 @@ func (w *Worker) onUserFrag(_ any, data []byte, _ uct.AMFlags) {
 		w.putAMBuf(a.buf)
 		w.unlock()
 	}
+	w.eagerMsgDone(msg)
 }
 
 // amBufMax bounds the assembly buffers the worker keeps for reuse.

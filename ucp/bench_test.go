@@ -233,23 +233,7 @@ func benchTagBandwidth(b *testing.B, nd *node, size, window int) {
 func BenchmarkTagCPU(b *testing.B) {
 	for _, m := range benchModes {
 		b.Run(m.name, func(b *testing.B) {
-			cfg := Config{ErrorMode: m.mode, Transports: []uct.Component{shm.New()}}
-			ctx, err := newContext(cfg, func(string) string { return "" })
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer ctx.Close()
-			var ws [2]*Worker
-			for i := range ws {
-				if ws[i], err = ctx.NewWorker(); err != nil {
-					b.Fatal(err)
-				}
-				defer ws[i].Close()
-			}
-			ep0, err := ws[0].Connect(ws[1].Address(), EPParams{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			ws, ep0 := shmPair(b, Config{ErrorMode: m.mode})
 			out, in := make([]byte, 8), make([]byte, 8)
 			// one message each way: the first one also connects back
 			var ep1 *Endpoint
@@ -287,4 +271,70 @@ func threadCPU() int64 {
 	var ru unix.Rusage
 	unix.Getrusage(unix.RUSAGE_THREAD, &ru)
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// amBench is the active message id of BenchmarkAMEager.
+const amBench = 40
+
+// BenchmarkAMEager: an 8-byte active message with an 8-byte header
+// between two workers of this process over shm (one fragment, eager),
+// the handler reading it in place; allocs/op counts both sides.
+func BenchmarkAMEager(b *testing.B) {
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) {
+			ws, ep := shmPair(b, Config{ErrorMode: m.mode})
+			got, sum := 0, 0
+			ws[1].SetAMHandler(amBench, func(m *AMMessage) {
+				got++
+				sum += int(m.Header[0]) + int(m.Data[0])
+			})
+			hdr, data := make([]byte, 8), make([]byte, 8)
+			one := func() {
+				want := got + 1
+				s := ep.AMSend(amBench, hdr, data, nil)
+				for !s.Done() || got < want {
+					ws[0].Progress()
+					ws[1].Progress()
+				}
+				if err := s.Err(); err != nil {
+					b.Fatal(err)
+				}
+				s.Release()
+			}
+			for i := 0; i < 1000; i++ {
+				one()
+			}
+			defer pinCPU(0)()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				one()
+			}
+		})
+	}
+}
+
+// shmPair opens two workers of this process with cfg over shm, closed
+// when tb ends, and connects the first to the second.
+func shmPair(tb testing.TB, cfg Config) ([2]*Worker, *Endpoint) {
+	tb.Helper()
+	cfg.Transports = []uct.Component{shm.New()}
+	ctx, err := newContext(cfg, func(string) string { return "" })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ctx.Close() })
+	var ws [2]*Worker
+	for i := range ws {
+		if ws[i], err = ctx.NewWorker(); err != nil {
+			tb.Fatal(err)
+		}
+		w := ws[i]
+		tb.Cleanup(func() { w.Close() })
+	}
+	ep, err := ws[0].Connect(ws[1].Address(), EPParams{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ws, ep
 }

@@ -33,7 +33,10 @@ type asyncErr struct {
 }
 
 // AMMessage is an active message given to an AMHandler. Header and Data
-// are valid only until the handler returns.
+// are valid only until the handler returns. So is the AMMessage itself of
+// an eager message (Rndv false) unless the handler keeps it (Keep): the
+// worker reuses it for the next message. A rendezvous message stays
+// valid after the handler (for RecvData's callback, Keep and Release).
 type AMMessage struct {
 	ID     uint16
 	Header []byte
@@ -87,6 +90,7 @@ type Worker struct {
 	amSeq   uint64       // id of our last multi-fragment active message
 	amFrags *match.Queue // active messages being assembled, by (source, id)
 	amBufs  [][]byte     // assembly buffers no handler kept
+	amMsg   *AMMessage   // given to eager handlers (eagerMsg)
 
 	regs *regCache // rendezvous registrations
 
