@@ -141,8 +141,17 @@ func (w *Worker) onUser(_ any, data []byte, _ uct.AMFlags) {
 	w.lock()
 	ep := w.epByID(dst)
 	h := w.am[id]
-	if ep == nil || h == nil {
-		w.amDropped++
+	if ep == nil || ep.err != nil {
+		if ep == nil {
+			w.stats.ClosedDrops++
+		} else {
+			w.stats.FailedDrops.AM++
+		}
+		w.unlock()
+		return
+	}
+	if h == nil {
+		w.stats.AMNoHandler++
 		w.unlock()
 		return
 	}
@@ -213,6 +222,11 @@ func (w *Worker) onUserFrag(_ any, data []byte, _ uct.AMFlags) {
 	w.lock()
 	ep := w.epByID(m.dst)
 	if ep == nil || ep.err != nil {
+		if ep == nil {
+			w.stats.ClosedDrops++
+		} else {
+			w.stats.FailedDrops.AMFrag++
+		}
 		w.unlock()
 		return
 	}
@@ -248,7 +262,7 @@ func (w *Worker) onUserFrag(_ any, data []byte, _ uct.AMFlags) {
 	w.amFrags.Remove(&a.f)
 	h := w.am[a.id]
 	if h == nil {
-		w.amDropped++
+		w.stats.AMNoHandler++
 		w.unlock()
 		return
 	}
@@ -310,12 +324,18 @@ func (w *Worker) onUserRTS(_ any, data []byte, _ uct.AMFlags) {
 	w.lock()
 	ep := w.epByID(m.dst)
 	if ep == nil {
+		w.stats.ClosedDrops++
+		w.unlock()
+		return
+	}
+	if ep.err != nil {
+		w.stats.FailedDrops.AMRndv++
 		w.unlock()
 		return
 	}
 	h := w.am[m.id]
 	if h == nil {
-		w.amDropped++
+		w.stats.AMNoHandler++
 		ep.ctl(amATS, (&ack{dst: ep.rid, req: m.sreq, status: uint8(uct.ErrUnsupported)}).encode)
 		w.unlock()
 		return

@@ -107,10 +107,33 @@
 // restarts matching in the original order; Purge(ep) closes the endpoint,
 // completes the receives that can only match it with its error, drops its
 // unexpected messages, partial rendezvous transfers and partial active
-// messages and then restarts matching. MatchingNeverSuspend completes the receives that can only
-// match the failed peer at once and keeps matching. In ErrorModeNone
-// failures still fail the endpoint's requests, but no callback runs and
-// matching never stops.
+// messages and then restarts matching. MatchingNeverSuspend completes the
+// receives that can only match the failed peer at once and keeps
+// matching. In ErrorModeNone failures still fail the endpoint's requests,
+// but no callback runs and matching never stops.
+//
+// A receive can only match a peer when the worker knows which tag bits
+// carry the source rank (Config.SourceTagMask, EPParams.SourceTag) and the
+// receive's mask covers them all; without a mask every receive counts as
+// a wildcard. A receive posted after a failure that can only match failed
+// or purged peers completes at once with the peer's error (as ULFM fails
+// a receive from a failed process), also while matching is suspended,
+// unless an unexpected message that arrived before the failure matches
+// it (then it waits for ResumeMatching or Purge like the others). A
+// wildcard receive posted after a purge stays posted: other peers may
+// match it. In suspend mode, receives posted before a failure that can
+// only match the failed peer stay posted, told, until Purge (also after
+// ResumeMatching). A peer that
+// comes back, a restarted process connected with Connect and the same
+// EPParams.SourceTag, is a new endpoint: from then on receives for its
+// rank wait for it, and the purged endpoint's rank is forgotten.
+//
+// Messages that arrive for an endpoint after it failed (its peer may be
+// alive and still sending on a lane that delivers, e.g. after keepalive
+// failed it as silent) are dropped: eager and rendezvous tag messages are
+// not queued as unexpected (no rendezvous data is fetched), active
+// messages and their fragments reach no handler. Worker.Stats counts them
+// (WorkerStats.FailedDrops).
 //
 // # Environment
 //

@@ -15,6 +15,8 @@ type EPParams struct {
 	// endpoint.
 	ErrorHandler func(ep *Endpoint, err error)
 	// SourceTag is the peer's rank bits in tags (Config.SourceTagMask).
+	// An endpoint that the peer's connection created has no known
+	// source tag until Connect with the peer's address gives it one.
 	SourceTag uint64
 	// Timeout is passed to the transports' endpoints.
 	Timeout uct.EPParams
@@ -114,11 +116,14 @@ func (w *Worker) Connect(addr []byte, p EPParams) (*Endpoint, error) {
 		w.m.SetSourceTag(match.Src(ep.id), p.SourceTag)
 		return ep, nil
 	}
-	return w.newEP(a, p)
+	return w.newEP(a, p, true)
 }
 
 // newEP connects lanes to a and sends the wireup request (lock held).
-func (w *Worker) newEP(a Address, p EPParams) (*Endpoint, error) {
+// named says p comes from the user (Connect), so p.SourceTag is the
+// peer's rank; an endpoint created for a peer that connected to us has no
+// known source tag until Connect names it.
+func (w *Worker) newEP(a Address, p EPParams, named bool) (*Endpoint, error) {
 	name := fmt.Sprintf("worker %016x", a.UUID)
 	ep := &Endpoint{w: w, uuid: a.UUID, name: name, params: p, id: uint32(len(w.eps))}
 	if errs := w.connectLanes(ep, a, p); len(ep.lanes) == 0 {
@@ -141,7 +146,7 @@ func (w *Worker) newEP(a Address, p EPParams) (*Endpoint, error) {
 	w.eps = append(w.eps, ep)
 	w.live = append(w.live, ep)
 	w.byUUID[a.UUID] = ep
-	if w.cfg.SourceTagMask != 0 {
+	if named && w.cfg.SourceTagMask != 0 {
 		w.m.SetSourceTag(match.Src(ep.id), p.SourceTag)
 	}
 	ep.wireupDue = true
@@ -234,7 +239,7 @@ func (w *Worker) onWireup(arg any, data []byte, _ uct.AMFlags) {
 		if m.kind != wireupReq {
 			return
 		}
-		if ep, err = w.newEP(a, EPParams{}); err != nil {
+		if ep, err = w.newEP(a, EPParams{}, false); err != nil {
 			slog.Warn("ucp: cannot connect back to peer", "err", err)
 			return
 		}
@@ -606,9 +611,14 @@ func (w *Worker) onClose(_ any, data []byte, _ uct.AMFlags) {
 
 // Purge shuts ep down after a failure (or at any time) and removes its
 // traces: queued sends complete canceled, receives that can only match it
-// complete with its error (peer failed), its unexpected messages and
-// partial rendezvous transfers are dropped; then tag matching restarts if
-// no other failure is pending.
+// complete with its error (peer failed; uct.ErrCanceled if it had not
+// failed), its unexpected messages and partial rendezvous transfers are
+// dropped; then tag matching restarts if no other failure is pending.
+// Receives posted later that can only match ep's peer (Config.SourceTagMask,
+// EPParams.SourceTag) complete at once with the same status, until an
+// endpoint is connected with the same SourceTag (a restarted peer at the
+// same rank): receives for that rank then wait for it. Wildcard receives
+// posted later stay posted.
 func (w *Worker) Purge(ep *Endpoint) {
 	w.lock()
 	defer w.unlock()
@@ -618,6 +628,7 @@ func (w *Worker) Purge(ep *Endpoint) {
 	}
 	w.closeEP(ep, true, uct.ErrCanceled)
 	onlyS, msgs, pairs := w.m.Purge(match.Src(ep.id))
+	w.goneErr[match.Src(ep.id)] = opErr("tag_recv", ep.name, status)
 	for _, mr := range onlyS {
 		w.complete(mr.Data.(*Request), opErr("tag_recv", ep.name, status))
 	}

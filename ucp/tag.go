@@ -122,7 +122,7 @@ func (w *Worker) TagRecv(buf []byte, tag, mask uint64, p *Params) *Request {
 	r.mr.Tag, r.mr.Mask = tag, mask
 	if msg := w.m.PostRecv(&r.mr); msg != nil {
 		w.deliver(r, msg.Data.(*unexp))
-	} else if w.cfg.ErrorMode == ErrorModePeer {
+	} else {
 		switch n, s := w.m.CheckPosted(&r.mr); n {
 		case match.NoticeFailedPending:
 			r.notice = ErrProcFailedPending
@@ -134,9 +134,14 @@ func (w *Worker) TagRecv(buf []byte, tag, mask uint64, p *Params) *Request {
 	return r
 }
 
+// srcFailed is the status of a receive that only a failed or purged
+// source could have matched.
 func (w *Worker) srcFailed(s match.Src) error {
 	if ep := w.epByID(uint32(s)); ep != nil && ep.err != nil {
 		return opErr("tag_recv", ep.name, ep.err)
+	}
+	if err := w.goneErr[s]; err != nil {
+		return err
 	}
 	return opErr("tag_recv", "", uct.ErrPeerFailed)
 }
@@ -214,6 +219,12 @@ func (w *Worker) onEager(_ any, data []byte, _ uct.AMFlags) {
 	w.lock()
 	ep := w.epByID(dst)
 	if ep == nil {
+		w.stats.ClosedDrops++
+		w.unlock()
+		return
+	}
+	if ep.err != nil {
+		w.stats.FailedDrops.TagEager++
 		w.unlock()
 		return
 	}
@@ -238,6 +249,11 @@ func (w *Worker) onRTS(_ any, data []byte, _ uct.AMFlags) {
 	defer w.unlock()
 	ep := w.epByID(m.dst)
 	if ep == nil {
+		w.stats.ClosedDrops++
+		return
+	}
+	if ep.err != nil {
+		w.stats.FailedDrops.TagRndv++
 		return
 	}
 	u := w.getUnexp()

@@ -119,9 +119,12 @@ type Worker struct {
 
 	// ignoreIfaceErrors makes the worker rely on keepalive alone (tests).
 	ignoreIfaceErrors atomic.Bool
-	amDropped         int
+	stats             WorkerStats
 	chunkStalls       int // chunked transfers that met back-pressure (tests)
-	closed            bool
+	// goneErr is the status of the receives of purged endpoints' ranks
+	// (by matcher source, i.e. endpoint id).
+	goneErr map[match.Src]error
+	closed  bool
 }
 
 // NewWorker creates a worker with one iface per transport of the context.
@@ -130,7 +133,7 @@ func (c *Context) NewWorker() (*Worker, error) {
 	rand.Read(rb[:])
 	w := &Worker{ctx: c, cfg: c.cfg, uuid: binary.LittleEndian.Uint64(rb[:]) | 1, byUUID: map[uint64]*Endpoint{},
 		am: map[uint16]AMHandler{}, safe: c.cfg.ThreadSafe, eps: []*Endpoint{nil}, regs: newRegCache(),
-		amFrags: match.NewQueue()}
+		amFrags: match.NewQueue(), goneErr: map[match.Src]error{}}
 	mm := match.Suspend
 	if c.cfg.MatchingMode == MatchingNeverSuspend {
 		mm = match.NeverSuspend

@@ -36,18 +36,32 @@
 //     that can only match s. (A mask covering only some SM bits is judged
 //     on those bits.)
 //
+// The rank of a receive r is r.Tag & SM when r.Mask covers all of SM; a
+// receive without a rank (a wildcard source, or SM == 0) can match any
+// source. A source is live if its source tag is known and it is neither
+// failed nor gone.
+//
 // # Failures
 //
-// A failed source is failed until it is purged. In Suspend mode (the
-// default) its failure is also pending until it is acknowledged by Resume
-// or by Purge of that source. Matching is suspended while any failure is
-// pending; in NeverSuspend mode no failure is ever pending.
+// A failed source is failed until it is purged; a purged source is gone
+// (no message will come from it) until SetSourceTag or Fail is called for
+// it again. In Suspend mode (the default) a failure is also pending until
+// it is acknowledged by Resume or by Purge of that source. Matching is
+// suspended while any failure is pending; in NeverSuspend mode no failure
+// is ever pending.
 //
 // While matching is suspended, PostRecv and Arrive only queue, and Probe
 // returns nil (a message seen now could belong to an earlier receive once
 // matching resumes). CancelRecv, RemoveMsg, Drain, Len work as always. The
-// matcher does not reject messages from failed sources: if the worker
-// hands one to Arrive it is matched or queued like any other.
+// matcher does not reject messages from failed or gone sources: if the
+// worker hands one to Arrive it is matched or queued like any other (the
+// worker drops them before).
+//
+// A posted receive r is dead when no message can match it any more: it
+// has a rank, at least one source has that rank, every source of that
+// rank is failed or gone, and no unexpected message matches r (data a
+// source sent before it failed stays receivable). A rank that no source
+// has (yet) is not dead: a source may still join with it.
 //
 // Fail(s), Suspend mode: s becomes failed and pending, matching stops, and
 // Fail returns in post order the posted receives that could match s and
@@ -60,30 +74,42 @@
 //
 // Fail(s), NeverSuspend mode: s becomes failed, matching goes on, and Fail
 // removes and returns in post order the posted receives that can only
-// match s; the worker completes them with peer-failed. Wildcards are not
-// told.
+// match s and are dead; the worker completes them with peer-failed.
+// Wildcards are not told.
 //
-// CheckPosted(r) covers receives posted after a failure; the worker calls
-// it when PostRecv queued r. While suspended it marks r told of every
-// pending failed source r could match and has not been told of, and
-// returns NoticeFailedPending if there was one. While matching is active
-// it removes r and returns NoticePeerFailed if r can only match a failed
-// source (no message can match it any more). Otherwise NoticeNone.
+// CheckPosted(r) covers receives posted after a failure or a purge; the
+// worker calls it when PostRecv queued r. In any mode, suspended or not,
+// it removes a dead r and returns NoticePeerFailed (ULFM: a receive from
+// a failed process fails at once). Otherwise, while suspended, it marks r
+// told of every pending failed source r could match and has not been told
+// of, and returns NoticeFailedPending if there was one. Otherwise
+// NoticeNone.
 //
 // Resume acknowledges every pending failure and restarts matching: the
 // posted receives in post order each take their earliest arrived matching
 // unexpected message; the pairs are removed and returned. Messages from
 // failed sources stay matchable (their data arrived before the failure),
-// and receives that can only match a failed source stay posted until
-// Purge (or CheckPosted) removes them.
+// and receives posted before the failure that can only match a failed
+// source stay posted until Purge removes them.
 //
-// Purge(s) removes s, failed or not: the posted receives that can only
-// match s (returned in post order; the worker completes them with
-// peer-failed), the unexpected messages from s (returned in arrival order;
-// the worker frees them and drops rendezvous state), the failure of s and
-// every receive's told mark for s. If matching was suspended and no
-// pending failure remains, matching restarts exactly as in Resume and the
-// pairs are returned. The source tag of s is kept.
+// Purge(s) removes s, failed or not, and makes it gone: the unexpected
+// messages from s (returned in arrival order; the worker frees them and
+// drops rendezvous state), the failure of s, every receive's told mark
+// for s, and then the posted receives that can only match s and are dead
+// (returned in post order; the worker completes them with peer-failed).
+// If matching was suspended and no pending failure remains, matching
+// restarts exactly as in Resume and the pairs are returned. The source
+// tag of s is kept, so receives posted later for its rank are dead.
+//
+// # Rejoining
+//
+// Sources are identities that are not reused (the worker's endpoint ids).
+// A peer that comes back (a restarted process, a new endpoint to the same
+// peer) is a new source; SetSourceTag gives it its rank. That forgets
+// every gone source of the rank, so receives for the rank wait for the
+// new source. While a live source shares the rank of a failed or gone
+// one, receives for that rank are not dead: Purge and NeverSuspend Fail
+// leave them posted.
 //
 // # Fragments
 //

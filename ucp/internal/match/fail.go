@@ -43,12 +43,84 @@ func (m *Matcher) src(s Src) *srcState {
 // SetSourceTag records the rank bits of source s: tag & SourceMask. Until
 // it is called the source tag of s is unknown and every receive counts as
 // a wildcard with respect to s. It may be called again to change them.
-// Source tags of different sources should differ; otherwise a receive
-// "can only match" each of them.
+//
+// Setting a source tag is how a source (re)joins: a gone (purged) s is
+// no longer gone, and every other gone source with the same source tag
+// is forgotten (its state, source tag included, is dropped), so that
+// receives for that rank wait for s instead of failing at once. Failed
+// sources that were not purged are kept.
 func (m *Matcher) SetSourceTag(s Src, tag uint64) {
 	st := m.src(s)
+	m.unrank(s, st)
 	st.tag = tag & m.cfg.SourceMask
 	st.known = true
+	st.gone = false
+	if rs := m.ranks[st.tag]; rs != nil && m.cfg.SourceMask != 0 {
+		for _, d := range slices.Clone(rs.down) {
+			if ds := m.srcs[d]; d != s && ds.gone {
+				m.unrank(d, ds)
+				delete(m.srcs, d)
+			}
+		}
+	}
+	m.rank(s, st)
+}
+
+// unrank takes s out of the count of its rank (before its state changes).
+func (m *Matcher) unrank(s Src, st *srcState) {
+	if m.cfg.SourceMask == 0 || !st.known {
+		return
+	}
+	rs := m.ranks[st.tag]
+	if rs == nil {
+		return
+	}
+	if st.failed || st.gone {
+		if i, ok := slices.BinarySearch(rs.down, s); ok {
+			rs.down = slices.Delete(rs.down, i, i+1)
+			m.ndown--
+		}
+	} else {
+		rs.live--
+	}
+	if rs.live == 0 && len(rs.down) == 0 {
+		delete(m.ranks, st.tag)
+	}
+}
+
+// rank counts s in its rank (after its state changed).
+func (m *Matcher) rank(s Src, st *srcState) {
+	if m.cfg.SourceMask == 0 || !st.known {
+		return
+	}
+	rs := m.ranks[st.tag]
+	if rs == nil {
+		rs = &rankState{}
+		m.ranks[st.tag] = rs
+	}
+	if st.failed || st.gone {
+		i, _ := slices.BinarySearch(rs.down, s)
+		rs.down = slices.Insert(rs.down, i, s)
+		m.ndown++
+	} else {
+		rs.live++
+	}
+}
+
+// dead reports whether no message can match r any more: SourceMask != 0,
+// r.Mask covers it, every source whose source tag is r's rank
+// (r.Tag & SourceMask) is failed or gone and there is at least one, and
+// no unexpected message matches r. It returns the first such source.
+func (m *Matcher) dead(r *Recv) (Src, bool) {
+	sm := m.cfg.SourceMask
+	if m.ndown == 0 || sm == 0 || r.Mask&sm != sm {
+		return 0, false
+	}
+	rs := m.ranks[r.Tag&sm]
+	if rs == nil || rs.live > 0 || len(rs.down) == 0 || m.findMsg(r) != nil {
+		return 0, false
+	}
+	return rs.down[0], true
 }
 
 // SourceTag returns the rank bits of s and whether they are known.
@@ -63,6 +135,13 @@ func (m *Matcher) SourceTag(s Src) (tag uint64, known bool) {
 func (m *Matcher) Failed(s Src) bool {
 	st := m.srcs[s]
 	return st != nil && st.failed
+}
+
+// Gone reports whether s has been purged and has not rejoined (by
+// SetSourceTag or Fail).
+func (m *Matcher) Gone(s Src) bool {
+	st := m.srcs[s]
+	return st != nil && st.gone
 }
 
 // couldMatch reports whether a message from s could match r.
@@ -89,7 +168,8 @@ func (r *Recv) toldOf(s Src) bool { return slices.Contains(r.told, s) }
 
 // Fail marks s failed. It may be called again for a source that is
 // already failed: nothing is told twice, and in Suspend mode a failure
-// that Resume acknowledged becomes pending again.
+// that Resume acknowledged becomes pending again. A gone source that
+// fails again is failed, no longer gone.
 //
 // Suspend mode: the failure of s becomes pending and matching stops until
 // Resume is called or every pending failed source is purged. Fail returns,
@@ -98,12 +178,15 @@ func (r *Recv) toldOf(s Src) bool { return slices.Contains(r.told, s) }
 // them; it tells each one that a failure is pending.
 //
 // NeverSuspend mode: matching goes on. Fail removes and returns, in post
-// order, the posted receives that can only match s; the worker completes
-// them with peer-failed.
+// order, the posted receives that can only match s and that no message
+// can match any more (no live source shares the source tag of s; see
+// CheckPosted); the worker completes them with peer-failed.
 func (m *Matcher) Fail(s Src) []*Recv {
 	st := m.src(s)
 	if !st.failed {
-		st.failed = true
+		m.unrank(s, st)
+		st.failed, st.gone = true, false
+		m.rank(s, st)
 		i, _ := slices.BinarySearch(m.failed, s)
 		m.failed = slices.Insert(m.failed, i, s)
 	}
@@ -112,8 +195,10 @@ func (m *Matcher) Fail(s Src) []*Recv {
 		for r := m.posted.head; r != nil; {
 			next := r.gnext
 			if m.onlyMatch(r, st) {
-				m.unlinkRecv(r)
-				out = append(out, r)
+				if _, dead := m.dead(r); dead {
+					m.unlinkRecv(r)
+					out = append(out, r)
+				}
 			}
 			r = next
 		}
@@ -133,29 +218,32 @@ func (m *Matcher) Fail(s Src) []*Recv {
 }
 
 // CheckPosted tells the worker what a queued receive must learn about
-// failed sources; the worker calls it after PostRecv returned nil (and may
-// call it at any time for a posted receive). Sources are considered in
-// ascending order and the first one concerned is returned.
+// failed and gone sources; the worker calls it after PostRecv returned nil
+// (and may call it at any time for a posted receive). Sources are
+// considered in ascending order and the first one concerned is returned.
 //
-// While matching is suspended: if r could match a source whose failure is
-// pending and r has not been told of it, r is marked told of every such
-// source and NoticeFailedPending is returned with the first one.
+// Dead receive, in any mode, suspended or not: r names a rank (its Mask
+// covers SourceMask), every source with that source tag is failed or gone
+// and there is at least one, and no unexpected message matches r (data a
+// source sent before it failed stays receivable). No message can match r
+// any more: r is removed and NoticePeerFailed is returned with the first
+// such source. A receive naming a rank no source has (yet) is not dead.
 //
-// While matching is active: if r can only match a failed (not purged)
-// source, r is removed and NoticePeerFailed is returned with that source.
+// Otherwise, while matching is suspended: if r could match a source whose
+// failure is pending and r has not been told of it, r is marked told of
+// every such source and NoticeFailedPending is returned with the first
+// one.
 //
 // Otherwise, or if r is not posted, NoticeNone.
 func (m *Matcher) CheckPosted(r *Recv) (Notice, Src) {
-	if len(m.failed) == 0 || !r.posted {
+	if !r.posted || len(m.failed) == 0 && m.ndown == 0 {
 		return NoticeNone, 0
 	}
+	if s, dead := m.dead(r); dead {
+		m.unlinkRecv(r)
+		return NoticePeerFailed, s
+	}
 	if m.npending == 0 {
-		for _, s := range m.failed {
-			if m.onlyMatch(r, m.srcs[s]) {
-				m.unlinkRecv(r)
-				return NoticePeerFailed, s
-			}
-		}
 		return NoticeNone, 0
 	}
 	n, first := NoticeNone, Src(0)
@@ -202,28 +290,22 @@ func (m *Matcher) rematch() []Pair {
 	return pairs
 }
 
-// Purge removes source s, failed or not:
-//   - onlyS: the posted receives that can only match s, removed, in post
-//     order; the worker completes them with peer-failed;
+// Purge removes source s, failed or not, and makes it gone:
 //   - msgs: the unexpected messages from s, removed, in arrival order; the
 //     worker frees them (and drops rendezvous state);
-//   - s is no longer failed and no posted receive is marked told of s;
-//     its source tag is kept;
+//   - s is no longer failed but gone, and no posted receive is marked told
+//     of s; its source tag is kept;
+//   - onlyS: the posted receives that can only match s and are now dead
+//     (see CheckPosted: no live source shares the source tag of s and no
+//     unexpected message matches them), removed, in post order; the
+//     worker completes them with peer-failed. Receives posted later that
+//     can only match s are dead too, until a source takes that source tag
+//     (SetSourceTag);
 //   - if this leaves no pending failure while matching was suspended,
 //     matching restarts as in Resume and pairs are the pairs made.
 func (m *Matcher) Purge(s Src) (onlyS []*Recv, msgs []*Msg, pairs []Pair) {
-	st := m.srcs[s]
+	st := m.src(s)
 	wasSuspended := m.npending > 0
-	for r := m.posted.head; r != nil; {
-		next := r.gnext
-		if m.onlyMatch(r, st) {
-			m.unlinkRecv(r)
-			onlyS = append(onlyS, r)
-		} else if i := slices.Index(r.told, s); i >= 0 {
-			r.told = slices.Delete(r.told, i, i+1)
-		}
-		r = next
-	}
 	for msg := m.unexp.head; msg != nil; {
 		next := msg.gnext
 		if msg.Src == s {
@@ -232,7 +314,8 @@ func (m *Matcher) Purge(s Src) (onlyS []*Recv, msgs []*Msg, pairs []Pair) {
 		}
 		msg = next
 	}
-	if st != nil && st.failed {
+	m.unrank(s, st)
+	if st.failed {
 		st.failed = false
 		if i, ok := slices.BinarySearch(m.failed, s); ok {
 			m.failed = slices.Delete(m.failed, i, i+1)
@@ -241,6 +324,21 @@ func (m *Matcher) Purge(s Src) (onlyS []*Recv, msgs []*Msg, pairs []Pair) {
 			st.pending = false
 			m.npending--
 		}
+	}
+	st.gone = true
+	m.rank(s, st)
+	for r := m.posted.head; r != nil; {
+		next := r.gnext
+		if i := slices.Index(r.told, s); i >= 0 {
+			r.told = slices.Delete(r.told, i, i+1)
+		}
+		if m.onlyMatch(r, st) {
+			if _, dead := m.dead(r); dead {
+				m.unlinkRecv(r)
+				onlyS = append(onlyS, r)
+			}
+		}
+		r = next
 	}
 	if wasSuspended && m.npending == 0 {
 		pairs = m.rematch()

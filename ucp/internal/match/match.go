@@ -96,6 +96,15 @@ type srcState struct {
 	known   bool
 	failed  bool
 	pending bool
+	gone    bool // purged: no message will come from it
+}
+
+// rankState counts the sources whose source tag is one value (a rank):
+// live ones (known, neither failed nor gone) and down ones (failed or
+// gone), the latter in ascending order.
+type rankState struct {
+	live int
+	down []Src
 }
 
 // Matcher is a tag matcher: posted receives and unexpected messages. It
@@ -117,11 +126,15 @@ type Matcher struct {
 	srcs     map[Src]*srcState
 	failed   []Src // failed, not purged; ascending
 	npending int   // failed sources whose failure is pending (Suspend mode)
+
+	// by source tag, sources with a known tag (SourceMask != 0 only)
+	ranks map[uint64]*rankState
+	ndown int // sources in some rankState.down
 }
 
 // New returns an empty matcher.
 func New(cfg Config) *Matcher {
-	return &Matcher{cfg: cfg, srcs: make(map[Src]*srcState)}
+	return &Matcher{cfg: cfg, srcs: make(map[Src]*srcState), ranks: make(map[uint64]*rankState)}
 }
 
 // Config returns the matcher's configuration.

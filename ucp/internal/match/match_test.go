@@ -556,3 +556,118 @@ func TestBucketCollision(t *testing.T) {
 		t.Fatalf("Len = %d,%d", p, u)
 	}
 }
+
+// After Purge a source is gone: receives posted later that can only match
+// it are dead at once, wildcards and receives for other ranks are not,
+// and a new source with its source tag makes its rank matchable again.
+func TestGone(t *testing.T) {
+	for _, mode := range []Mode{Suspend, NeverSuspend} {
+		t.Run(mode.String(), func(t *testing.T) {
+			m := newTest(mode, 1, 2)
+			m.Fail(1)
+			m.Purge(1)
+			if !m.Gone(1) || m.Failed(1) || m.Suspended() {
+				t.Fatalf("after Purge(1): gone %v failed %v suspended %v", m.Gone(1), m.Failed(1), m.Suspended())
+			}
+			for _, c := range []struct {
+				r    *Recv
+				want Notice
+			}{
+				{rv("exact1", tg(1, 5), exact), NoticePeerFailed},
+				{rv("anytag1", tg(1, 0), anyTag), NoticePeerFailed},
+				{rv("wild", tg(0, 5), anySrc), NoticeNone},
+				{rv("anyrank", tg(0, 5), ^uint64(0)&^(1<<32)), NoticeNone}, // mask lacks a rank bit
+				{rv("exact2", tg(2, 5), exact), NoticeNone},
+				{rv("exact3", tg(3, 5), exact), NoticeNone}, // no source has rank 3
+			} {
+				if m.PostRecv(c.r) != nil {
+					t.Fatalf("%s matched", c.r.Data)
+				}
+				n, s := m.CheckPosted(c.r)
+				if n != c.want || n == NoticePeerFailed && (s != 1 || c.r.Posted()) {
+					t.Errorf("%s: CheckPosted = %v,%d posted %v, want %v", c.r.Data, n, s, c.r.Posted(), c.want)
+				}
+			}
+			// A new source with rank 1 (a new endpoint to the peer that
+			// replaced the purged one): receives for rank 1 wait for it.
+			m.SetSourceTag(7, tg(1, 0))
+			if m.Gone(1) {
+				t.Fatal("the gone source of rank 1 is remembered after a new source took its rank")
+			}
+			r := rv("again", tg(1, 9), exact)
+			m.PostRecv(r)
+			if n, _ := m.CheckPosted(r); n != NoticeNone {
+				t.Fatalf("receive for the rejoined rank: %v", n)
+			}
+			if got := m.Arrive(&Msg{Src: 7, Tag: tg(1, 9)}); got != r {
+				t.Fatalf("message from the new source took %v, want again", got)
+			}
+		})
+	}
+}
+
+// A source that is purged while another source with the same source tag
+// is live (the peer already reconnected) fails nothing of that rank.
+func TestGoneLiveSibling(t *testing.T) {
+	m := newTest(Suspend, 1)
+	m.SetSourceTag(7, tg(1, 0)) // second endpoint, same rank
+	r := rv("r", tg(1, 5), exact)
+	m.PostRecv(r)
+	if got := names(m.Fail(1)); !slices.Equal(got, []string{"r"}) {
+		t.Fatalf("Fail(1) = %v, want [r] told", got)
+	}
+	onlyS, _, _ := m.Purge(1)
+	if len(onlyS) != 0 || !r.Posted() {
+		t.Fatalf("Purge(1) with a live source of rank 1 removed %v", names(onlyS))
+	}
+	r2 := rv("r2", tg(1, 6), exact)
+	m.PostRecv(r2)
+	if n, _ := m.CheckPosted(r2); n != NoticeNone {
+		t.Fatalf("new receive for rank 1: %v", n)
+	}
+	// now the live one fails too: in NeverSuspend mode both would go;
+	// here they are told, and dead once purged
+	m.Fail(7)
+	onlyS, _, _ = m.Purge(7)
+	if !slices.Equal(names(onlyS), []string{"r", "r2"}) {
+		t.Fatalf("Purge(7) = %v, want [r r2]", names(onlyS))
+	}
+}
+
+// While matching is suspended a receive posted for the failed source's
+// rank is dead at once, unless an unexpected message (sent before the
+// failure) matches it: then it waits for Resume or Purge like the rest.
+func TestDeadWhileSuspended(t *testing.T) {
+	m := newTest(Suspend, 1, 2)
+	x := ms("x", 1, 5)
+	m.Arrive(x)
+	m.Fail(1)
+	r := rv("r", tg(1, 6), exact)
+	m.PostRecv(r)
+	if n, s := m.CheckPosted(r); n != NoticePeerFailed || s != 1 || r.Posted() {
+		t.Fatalf("CheckPosted = %v,%d posted %v, want PeerFailed,1 removed", n, s, r.Posted())
+	}
+	rx := rv("rx", tg(1, 5), exact)
+	m.PostRecv(rx)
+	if n, s := m.CheckPosted(rx); n != NoticeFailedPending || s != 1 || !rx.Posted() {
+		t.Fatalf("CheckPosted with x queued = %v,%d posted %v, want FailedPending,1", n, s, rx.Posted())
+	}
+	if got := pairNames(m.Resume()); !slices.Equal(got, []string{"rx=x"}) {
+		t.Fatalf("Resume = %v, want [rx=x]", got)
+	}
+}
+
+// NeverSuspend: Fail removes the receives of the failed source's rank
+// unless another source of that rank is live.
+func TestFailNeverSuspendSibling(t *testing.T) {
+	m := newTest(NeverSuspend, 1)
+	m.SetSourceTag(7, tg(1, 0))
+	r := rv("r", tg(1, 5), exact)
+	m.PostRecv(r)
+	if got := m.Fail(1); len(got) != 0 {
+		t.Fatalf("Fail(1) with a live sibling = %v", names(got))
+	}
+	if got := names(m.Fail(7)); !slices.Equal(got, []string{"r"}) {
+		t.Fatalf("Fail(7) = %v, want [r]", got)
+	}
+}

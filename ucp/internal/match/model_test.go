@@ -17,6 +17,7 @@ type ref struct {
 	tags    map[Src]uint64
 	failed  map[Src]bool
 	pending map[Src]bool
+	gone    map[Src]bool
 }
 
 type refRecv struct {
@@ -32,7 +33,7 @@ type refMsg struct {
 }
 
 func newRef(cfg Config) *ref {
-	return &ref{cfg: cfg, tags: map[Src]uint64{}, failed: map[Src]bool{}, pending: map[Src]bool{}}
+	return &ref{cfg: cfg, tags: map[Src]uint64{}, failed: map[Src]bool{}, pending: map[Src]bool{}, gone: map[Src]bool{}}
 }
 
 func refMatch(rtag, rmask, tag uint64) bool { return (tag^rtag)&rmask == 0 }
@@ -64,6 +65,51 @@ func (f *ref) only(r *refRecv, s Src) bool {
 		return false
 	}
 	return r.tag&f.cfg.SourceMask == st
+}
+
+// dead: r names a rank whose every source (there is one) is failed or
+// gone, and no unexpected message matches r; the first such source.
+func (f *ref) dead(r *refRecv) (Src, bool) {
+	sm := f.cfg.SourceMask
+	if sm == 0 || r.mask&sm != sm {
+		return 0, false
+	}
+	var down []Src
+	for s, t := range f.tags {
+		if t != r.tag&sm {
+			continue
+		}
+		if !f.failed[s] && !f.gone[s] {
+			return 0, false // a live source has this rank
+		}
+		down = append(down, s)
+	}
+	if len(down) == 0 {
+		return 0, false
+	}
+	for _, m := range f.unexp {
+		if refMatch(r.tag, r.mask, m.tag) {
+			return 0, false
+		}
+	}
+	slices.Sort(down)
+	return down[0], true
+}
+
+// setTag: s (re)joins with its source tag; other gone sources of that
+// rank are forgotten.
+func (f *ref) setTag(s Src, tag uint64) {
+	f.tags[s] = tag & f.cfg.SourceMask
+	delete(f.gone, s)
+	if f.cfg.SourceMask == 0 {
+		return
+	}
+	for d := range f.gone {
+		if t, known := f.tags[d]; known && t == f.tags[s] {
+			delete(f.gone, d)
+			delete(f.tags, d)
+		}
+	}
 }
 
 func (f *ref) failedSorted() []Src {
@@ -146,10 +192,11 @@ func (f *ref) removeMsgOp(id int) bool {
 
 func (f *ref) fail(s Src) []int {
 	f.failed[s] = true
+	delete(f.gone, s)
 	var out []int
 	if f.cfg.Mode == NeverSuspend {
 		for _, r := range slices.Clone(f.posted) {
-			if f.only(r, s) {
+			if _, dead := f.dead(r); dead && f.only(r, s) {
 				f.removeRecv(r.id)
 				out = append(out, r.id)
 			}
@@ -176,13 +223,11 @@ func (f *ref) check(id int) (Notice, Src) {
 	if r == nil {
 		return NoticeNone, 0
 	}
+	if s, dead := f.dead(r); dead {
+		f.removeRecv(id)
+		return NoticePeerFailed, s
+	}
 	if !f.suspended() {
-		for _, s := range f.failedSorted() {
-			if f.only(r, s) {
-				f.removeRecv(id)
-				return NoticePeerFailed, s
-			}
-		}
 		return NoticeNone, 0
 	}
 	n, first := NoticeNone, Src(0)
@@ -222,13 +267,6 @@ func (f *ref) resume() [][2]int {
 
 func (f *ref) purge(s Src) (only []int, msgs []int, pairs [][2]int) {
 	was := f.suspended()
-	for _, r := range slices.Clone(f.posted) {
-		if f.only(r, s) {
-			f.removeRecv(r.id)
-			only = append(only, r.id)
-		}
-		delete(r.told, s)
-	}
 	for _, m := range slices.Clone(f.unexp) {
 		if m.src == s {
 			f.removeMsg(m.id)
@@ -237,6 +275,14 @@ func (f *ref) purge(s Src) (only []int, msgs []int, pairs [][2]int) {
 	}
 	delete(f.failed, s)
 	delete(f.pending, s)
+	f.gone[s] = true
+	for _, r := range slices.Clone(f.posted) {
+		delete(r.told, s)
+		if _, dead := f.dead(r); dead && f.only(r, s) {
+			f.removeRecv(r.id)
+			only = append(only, r.id)
+		}
+	}
 	if was && !f.suspended() {
 		pairs = f.rematch()
 	}
@@ -270,10 +316,13 @@ func (s *byteSource) intn(n int) int {
 func (s *byteSource) more() bool { return len(s.b) > 0 }
 
 // Tag layout of the model: bit 8 context, bits 4-5 source rank, bits 0-1
-// user tag.
+// user tag. There are more sources than ranks: sources s and s+numRank
+// share a rank, as an endpoint to a peer that failed and a new endpoint to
+// the peer that replaced it.
 const (
 	modelSrcMask = 0x30
-	numSrc       = 4
+	numRank      = 4
+	numSrc       = 6
 	numRecv      = 16
 	numMsg       = 24
 )
@@ -290,7 +339,7 @@ var modelMasks = []uint64{
 	^uint64(0) &^ (1 << 40), // exact-like but not all ones
 }
 
-func srcBits(s Src) uint64 { return uint64(s%numSrc) << 4 }
+func srcBits(s Src) uint64 { return uint64(s%numRank) << 4 }
 
 type model struct {
 	t    testing.TB
@@ -370,7 +419,7 @@ func joinLines(l []string) string {
 func eq[T comparable](a, b []T) bool { return slices.Equal(a, b) }
 
 func (md *model) randTag(src opSource) uint64 {
-	return uint64(src.intn(2))<<8 | uint64(src.intn(numSrc))<<4 | uint64(src.intn(4))
+	return uint64(src.intn(2))<<8 | uint64(src.intn(numRank))<<4 | uint64(src.intn(4))
 }
 
 // step runs one random operation on both matchers and compares results.
@@ -464,7 +513,7 @@ func (md *model) step(src opSource) {
 		s := Src(src.intn(numSrc))
 		md.log = append(md.log, fmt.Sprintf("sourcetag %d", s))
 		m.SetSourceTag(s, srcBits(s)|0x1cf) // non-source bits are ignored
-		f.tags[s] = srcBits(s) & f.cfg.SourceMask
+		f.setTag(s, srcBits(s))
 	case op == 20: // drain, rarely
 		if src.intn(8) != 0 {
 			return
@@ -497,6 +546,15 @@ func (md *model) step(src opSource) {
 	}
 	if m.Suspended() != f.suspended() {
 		md.fatalf("Suspended = %v want %v", m.Suspended(), f.suspended())
+	}
+	for s := range Src(numSrc) {
+		if m.Failed(s) != f.failed[s] || m.Gone(s) != f.gone[s] {
+			md.fatalf("source %d: failed %v gone %v, want %v %v", s, m.Failed(s), m.Gone(s), f.failed[s], f.gone[s])
+		}
+		tag, known := m.SourceTag(s)
+		if wtag, wknown := f.tags[s]; known != wknown || tag != wtag {
+			md.fatalf("source %d: tag %#x known %v, want %#x known %v", s, tag, known, wtag, wknown)
+		}
 	}
 	md.checkQueues()
 }

@@ -1,0 +1,35 @@
+package ucp
+
+// WorkerStats are counters of a worker since it was created.
+type WorkerStats struct {
+	// FailedDrops counts the messages that arrived from a peer after
+	// its endpoint had failed (the peer's process may still be alive and
+	// sending over a lane that still delivers): they are dropped, not
+	// queued as unexpected, handed to a handler or fetched.
+	FailedDrops DropCounts
+	// ClosedDrops counts the tag and active messages that arrived for an
+	// endpoint that is closed or purged (or for no endpoint).
+	ClosedDrops uint64
+	// AMNoHandler counts active messages dropped because no handler was
+	// installed for their id.
+	AMNoHandler uint64
+}
+
+// DropCounts counts dropped messages by kind.
+type DropCounts struct {
+	TagEager uint64 // eager tag messages
+	TagRndv  uint64 // tag rendezvous announcements (RTS); no data was fetched
+	AM       uint64 // active messages in one fragment
+	AMFrag   uint64 // fragments of larger active messages
+	AMRndv   uint64 // rendezvous active messages; no data was fetched
+}
+
+// Total returns the sum of the counts.
+func (d DropCounts) Total() uint64 { return d.TagEager + d.TagRndv + d.AM + d.AMFrag + d.AMRndv }
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() WorkerStats {
+	w.lock()
+	defer w.unlock()
+	return w.stats
+}
