@@ -16,7 +16,8 @@
 // return uct.ErrUnsupported.
 //
 // Peer death is watched with a pidfd by one background goroutine per
-// endpoint; the endpoint then fails every new operation with an
+// endpoint, which waits in Go's network poller (no periodic wake-up, no
+// blocking system call); the endpoint then fails every new operation with an
 // *uct.OpError wrapping uct.ErrPeerFailed, calls the iface error handler
 // and posts uct.EventPeerFailed to the iface event queue.
 //

@@ -674,6 +674,7 @@ type Endpoint struct {
 	seg     []byte
 	tx      ring
 	pidfd   int
+	watch   *os.File // a duplicate of pidfd in Go's network poller; nil: polled
 	err     atomic.Pointer[error]
 	pending []uct.PendingRequest
 	pmu     sync.Mutex
@@ -747,13 +748,42 @@ func (it *Iface) Connect(addr []byte, _ uct.EPParams) (uct.Endpoint, error) {
 	it.eps[ep] = struct{}{}
 	it.mu.Unlock()
 	ok = true
+	ep.watch = pollableDup(pidfd)
 	go ep.watchPeer()
 	return ep, nil
 }
 
-// watchPeer polls the pidfd (background, not on the hot path).
+// pollableDup returns a non-blocking duplicate of fd registered with Go's
+// network poller, or nil if the poller does not take it.
+func pollableDup(fd int) *os.File {
+	d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	if err := unix.SetNonblock(d, true); err != nil {
+		unix.Close(d)
+		return nil
+	}
+	f := os.NewFile(uintptr(d), "pidfd")
+	// Deadlines work only on files in the poller.
+	if f.SetReadDeadline(time.Time{}) != nil {
+		f.Close()
+		return nil
+	}
+	return f
+}
+
+// watchPeer waits for the peer's exit (background, not on the hot path).
 // It signals done before reporting a failure, so that the error handler
 // may close the endpoint.
+//
+// It waits in Go's network poller, where a goroutine costs nothing until
+// the pidfd becomes readable. A loop of blocking polls with a timeout
+// would cost more than its system calls: the runtime takes the P of a
+// goroutine blocked in a system call away after 20 µs, which also keeps
+// sysmon polling every 20 µs, and every sysmon wake-up preempts a thread
+// that spins in Progress when the CPUs are all busy (two processes in a
+// ping-pong on two CPUs): stalls of tens of µs, many times a second.
 func (ep *Endpoint) watchPeer() {
 	failed := false
 	defer func() {
@@ -762,6 +792,26 @@ func (ep *Endpoint) watchPeer() {
 			ep.peerFailed()
 		}
 	}()
+	if ep.watch != nil {
+		rc, err := ep.watch.SyscallConn()
+		for err == nil {
+			select {
+			case <-ep.stop:
+				return
+			default:
+			}
+			err = rc.Read(func(uintptr) bool {
+				failed = ep.exited()
+				return failed
+			})
+			if failed {
+				return
+			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				err = nil // stopWatch: check stop
+			}
+		}
+	}
 	fds := []unix.PollFd{{Fd: int32(ep.pidfd), Events: unix.POLLIN}}
 	for {
 		select {
@@ -1132,7 +1182,12 @@ func (ep *Endpoint) exited() bool {
 
 // stopWatch stops the peer watcher and waits for it; idempotent.
 func (ep *Endpoint) stopWatch() {
-	ep.stopped.Do(func() { close(ep.stop) })
+	ep.stopped.Do(func() {
+		close(ep.stop)
+		if ep.watch != nil {
+			ep.watch.SetReadDeadline(time.Unix(1, 0)) // wake the watcher
+		}
+	})
 	<-ep.done
 }
 
@@ -1148,6 +1203,9 @@ func (ep *Endpoint) Close() error {
 		ep.it.mu.Unlock()
 		ep.PendingPurge(nil)
 		err := ep.it.events.WaitAcks(ep, time.Second)
+		if ep.watch != nil {
+			err = multierr.Append(err, ep.watch.Close())
+		}
 		ep.cerr = multierr.Combine(err, unix.Munmap(ep.seg), unix.Close(ep.pidfd))
 	})
 	return ep.cerr
