@@ -16,8 +16,10 @@ import (
 //
 // with every integer big-endian. REQ asks for a QP and carries the
 // requester's side of the path; REP answers with the new QP; REJ refuses;
-// DREQ tells the passive side that the endpoint was closed, so it destroys
-// its QP.
+// DREQ from the requester tells the passive side that the endpoint was
+// closed, so it destroys its QP; DREQ from the passive side tells the
+// requester that the peer iface closed (a connection that ends without it
+// means the peer process died).
 const (
 	cmMagic  = 0x5243434d // "RCCM"
 	cmHdrLen = 8
