@@ -138,7 +138,7 @@ func (w *Worker) onUser(_ any, data []byte, _ uct.AMFlags) {
 	if err != nil {
 		return
 	}
-	w.lock()
+	w.lockCB()
 	ep := w.epByID(dst)
 	h := w.am[id]
 	if ep == nil || ep.err != nil {
@@ -147,15 +147,15 @@ func (w *Worker) onUser(_ any, data []byte, _ uct.AMFlags) {
 		} else {
 			w.stats.FailedDrops.AM++
 		}
-		w.unlock()
+		w.unlockCB()
 		return
 	}
 	if h == nil {
 		w.stats.AMNoHandler++
-		w.unlock()
+		w.unlockCB()
 		return
 	}
-	w.unlock()
+	w.unlockCB()
 	m := w.eagerMsg()
 	m.ID, m.Header, m.Data, m.Reply, m.Length = id, hdr, payload, ep, len(payload)
 	h(m)
@@ -219,7 +219,7 @@ func (w *Worker) onUserFrag(_ any, data []byte, _ uct.AMFlags) {
 	if err != nil {
 		return
 	}
-	w.lock()
+	w.lockCB()
 	ep := w.epByID(m.dst)
 	if ep == nil || ep.err != nil {
 		if ep == nil {
@@ -227,54 +227,54 @@ func (w *Worker) onUserFrag(_ any, data []byte, _ uct.AMFlags) {
 		} else {
 			w.stats.FailedDrops.AMFrag++
 		}
-		w.unlock()
+		w.unlockCB()
 		return
 	}
 	src := match.Src(ep.id)
 	var a *amAsm
 	if m.off == 0 {
 		if m.total > amMaxEager {
-			w.unlock()
+			w.unlockCB()
 			return
 		}
 		a = &amAsm{id: m.id, hdr: append([]byte(nil), m.hdr...), buf: w.getAMBuf(int(m.total))}
 		a.f = match.Frag{Src: src, ID: m.mid, Data: a}
 		if !w.amFrags.Add(&a.f) {
-			w.unlock()
+			w.unlockCB()
 			return
 		}
 	} else if f := w.amFrags.Get(src, m.mid); f != nil {
 		a = f.Data.(*amAsm)
 	} else {
-		w.unlock()
+		w.unlockCB()
 		return
 	}
 	if m.off != uint64(a.got) || m.total != uint64(len(a.buf)) || uint64(len(m.data)) > m.total-m.off {
 		w.amFrags.Remove(&a.f) // out of order: the message is lost
-		w.unlock()
+		w.unlockCB()
 		return
 	}
 	a.got += copy(a.buf[a.got:], m.data)
 	if a.got < len(a.buf) {
-		w.unlock()
+		w.unlockCB()
 		return
 	}
 	w.amFrags.Remove(&a.f)
 	h := w.am[a.id]
 	if h == nil {
 		w.stats.AMNoHandler++
-		w.unlock()
+		w.unlockCB()
 		return
 	}
-	w.unlock()
+	w.unlockCB()
 	msg := w.eagerMsg()
 	msg.ID, msg.Header, msg.Data, msg.Reply, msg.Length = a.id, a.hdr, a.buf, ep, len(a.buf)
 	msg.owned = true
 	h(msg)
 	if !msg.kept {
-		w.lock()
+		w.lockCB()
 		w.putAMBuf(a.buf)
-		w.unlock()
+		w.unlockCB()
 	}
 	w.eagerMsgDone(msg)
 }
@@ -321,35 +321,35 @@ func (w *Worker) onUserRTS(_ any, data []byte, _ uct.AMFlags) {
 	if err != nil {
 		return
 	}
-	w.lock()
+	w.lockCB()
 	ep := w.epByID(m.dst)
 	if ep == nil {
 		w.stats.ClosedDrops++
-		w.unlock()
+		w.unlockCB()
 		return
 	}
 	if ep.err != nil {
 		w.stats.FailedDrops.AMRndv++
-		w.unlock()
+		w.unlockCB()
 		return
 	}
 	h := w.am[m.id]
 	if h == nil {
 		w.stats.AMNoHandler++
 		ep.ctl(amATS, (&ack{dst: ep.rid, req: m.sreq, status: uint8(uct.ErrUnsupported)}).encode)
-		w.unlock()
+		w.unlockCB()
 		return
 	}
-	w.unlock()
+	w.unlockCB()
 	msg := &AMMessage{ID: m.id, Header: m.hdr, Reply: ep, Length: int(m.length), Rndv: true}
 	msg.state, msg.sreq, msg.raddr, msg.rkey = amRndvNew, m.sreq, m.raddr, m.rkey
 	h(msg)
-	w.lock()
+	w.lockCB()
 	if msg.state == amRndvNew {
 		msg.state = amRndvDone
 		ep.ctl(amATS, (&ack{dst: ep.rid, req: m.sreq}).encode)
 	}
-	w.unlock()
+	w.unlockCB()
 }
 
 // Keep, called inside the handler, keeps the message beyond it (UCX's

@@ -152,9 +152,33 @@
 //
 // # Concurrency and ownership
 //
-// A Worker is driven by one goroutine unless Config.ThreadSafe is set
-// (then a mutex serializes its state and one goroutine at a time runs the
-// transports' progress). No goroutine runs on the data path; the only
+// A Worker is driven by one goroutine unless Config.ThreadSafe is set.
+// A thread-safe worker keeps the transports' contract (uct: an iface and
+// its endpoints are used by one goroutine at a time; rc posting and rc
+// progress share unlocked queues) with a transport lock, besides the lock
+// of its own state: whoever calls into an iface or a uct endpoint holds
+// it, whether posting, progressing, arming, sleeping in Wait, connecting
+// or closing a lane. An operation takes it only if it is free (TryLock,
+// under the state lock); otherwise it queues its work on its endpoint
+// and the lock's holder sends the queue before releasing it (a holder
+// sleeping in Wait is woken), so an operation never blocks on the
+// transports and an AM handler (which runs inside the transport's
+// progress, holding the lock) may start operations. Progress runs the
+// transports and the work that posts under the lock and the request
+// callbacks and error handlers after releasing it; one Progress runs at
+// a time. Wait sleeps holding the lock, so one goroutine sleeps in the
+// transports at a time and the others wait for the lock; a request
+// completed by another goroutine wakes the sleeper. Connect (when it
+// creates an endpoint), Close, Wait and Request.Wait take the lock
+// blocking: they must not be called from an AM handler. The worker's own
+// uct callbacks (its AM handlers and completions) run with the lock held
+// and post at once; operations started by a user's AM handler are queued
+// and sent when the transports' progress returns. Lanes closed by an
+// operation are closed by the lock's holder after the state lock is
+// released, since closing runs their completions. Memory domains
+// (registration, remote keys) are shared by the context's workers and
+// are not under the lock. A single-goroutine worker takes no lock at
+// all. No goroutine runs on the data path; the only
 // background goroutine is the keepalive timer of a Peer-mode worker. The
 // Context owns the memory domains, a Worker its ifaces, endpoints,
 // requests and unexpected messages; Close of each is idempotent.

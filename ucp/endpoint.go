@@ -107,6 +107,11 @@ func (w *Worker) Connect(addr []byte, p EPParams) (*Endpoint, error) {
 		return nil, opErr("connect", "", err)
 	}
 	w.lock()
+	if w.safe && w.byUUID[a.UUID] == nil && !w.canPost() {
+		// connecting calls into the transports: wait for them
+		w.unlock()
+		w.lockT()
+	}
 	defer w.unlock()
 	if w.closed {
 		return nil, opErr("connect", "", uct.ErrClosed)
@@ -132,8 +137,8 @@ func (w *Worker) newEP(a Address, p EPParams, named bool) (*Endpoint, error) {
 	for i := range ep.lanes {
 		i := i
 		ep.lanes[i].kaComp.Func = func(c *uct.Completion) {
-			w.lock()
-			defer w.unlock()
+			w.lockCB()
+			defer w.unlockCB()
 			ep.lanes[i].kaBusy = false
 			err := c.Status
 			c.Status = nil
@@ -204,6 +209,10 @@ func (ep *Endpoint) sendWireup() {
 	if !ep.wireupDue || ep.err != nil {
 		return
 	}
+	if !ep.w.canPost() {
+		ep.w.toBacklog(ep)
+		return
+	}
 	m := wireup{kind: wireupReq, src: ep.id, addr: ep.w.addr}
 	if ep.ridKnown {
 		m.kind, m.dst = wireupRep, ep.rid
@@ -229,8 +238,8 @@ func (w *Worker) onWireup(arg any, data []byte, _ uct.AMFlags) {
 	if err != nil {
 		return
 	}
-	w.lock()
-	defer w.unlock()
+	w.lockCB()
+	defer w.unlockCB()
 	if w.closed {
 		return
 	}
@@ -270,6 +279,9 @@ func (w *Worker) toBacklog(ep *Endpoint) {
 	if !ep.inBacklog {
 		ep.inBacklog = true
 		w.backlog = append(w.backlog, ep)
+	}
+	if w.asleep {
+		w.Wake() // the sleeper holds the transport lock: it sends the backlog
 	}
 }
 
@@ -324,7 +336,7 @@ func (ep *Endpoint) post(r *Request) {
 		ep.w.complete(r, opErr(kindOp[r.kind], ep.name, uct.ErrClosed))
 		return
 	}
-	if ep.ridKnown && ep.queue.empty() && ep.stalled.empty() {
+	if ep.ridKnown && ep.queue.empty() && ep.stalled.empty() && ep.w.canPost() {
 		if ep.w.dispatch(r) != uct.ErrNoResource {
 			return
 		}
@@ -450,7 +462,7 @@ func (w *Worker) closeEP(ep *Endpoint, force bool, status uct.Status) {
 	if ep.closed {
 		return
 	}
-	if !force && ep.err == nil && ep.ridKnown {
+	if !force && ep.err == nil && ep.ridKnown && w.canPost() {
 		// best effort: tell the peer we are gone
 		le.PutUint32(ep.scratch[:], ep.rid)
 		ep.lanes[ep.amLane].ep.AMBcopy(amClose, ep.scratch[:4], nil)
@@ -601,8 +613,8 @@ func (w *Worker) onClose(_ any, data []byte, _ uct.AMFlags) {
 	if err != nil {
 		return
 	}
-	w.lock()
-	defer w.unlock()
+	w.lockCB()
+	defer w.unlockCB()
 	if ep := w.epByID(dst); ep != nil {
 		ep.remoteClosed = true
 		w.failEP(ep, uct.NewOpError("", "close", ep.name, uct.ErrConnectionReset, fmt.Errorf("peer closed the endpoint")))

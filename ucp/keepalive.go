@@ -68,8 +68,8 @@ func (w *Worker) onKeepalive(_ any, data []byte, _ uct.AMFlags) {
 	if err != nil || ms == 0 {
 		return
 	}
-	w.lock()
-	defer w.unlock()
+	w.lockCB()
+	defer w.unlockCB()
 	if ep := w.epByID(dst); ep != nil {
 		ep.kaHeard = true
 		ep.kaPeer = ms

@@ -246,7 +246,7 @@ func (r *Request) Wait(ctx context.Context) error {
 		case spins < 1024 || r.w.busy():
 			runtime.Gosched()
 		default:
-			r.w.Wait(ctx)
+			r.w.wait(ctx, r)
 		}
 	}
 }
@@ -359,6 +359,9 @@ func (w *Worker) complete(r *Request, err error) {
 	r.buf, r.iov[0] = nil, nil
 	if w.safe {
 		r.done.Store(true)
+		if w.asleep {
+			w.Wake() // a Wait sleeps, perhaps for r
+		}
 	} else {
 		r.fin = true
 	}
@@ -378,8 +381,8 @@ func (w *Worker) complete(r *Request, err error) {
 // onComp is the uct completion of r's posted operation(s).
 func (r *Request) onComp(c *uct.Completion) {
 	w := r.w
-	w.lock()
-	defer w.unlock()
+	w.lockCB()
+	defer w.unlockCB()
 	err := c.Status
 	c.Status = nil
 	if r.isDone() {

@@ -148,6 +148,18 @@ func (w *Worker) chunkMax(ln *lane, put bool) int {
 // see startChunks.
 func (w *Worker) postChunks(r *Request) {
 	ep := r.ep
+	if r.xoff < len(r.xbuf) && r.comp.Status == nil && !w.canPost() {
+		// another goroutine holds the transport lock: it resumes r
+		// (drainBacklog) before releasing it
+		if r.list != &ep.stalled {
+			if r.list != nil {
+				r.list.remove(r)
+			}
+			ep.stalled.push(r)
+		}
+		w.toBacklog(ep)
+		return
+	}
 	ln := &ep.lanes[r.xlane]
 	max := w.chunkMax(ln, r.xput)
 	for r.xoff < len(r.xbuf) && r.comp.Status == nil {
@@ -282,8 +294,8 @@ func (w *Worker) rndvAcked(data []byte, recv bool) (r *Request, ep *Endpoint, st
 
 // onATS: the receiver has the data of our rendezvous send (tag or AM).
 func (w *Worker) onATS(_ any, data []byte, _ uct.AMFlags) {
-	w.lock()
-	defer w.unlock()
+	w.lockCB()
+	defer w.unlockCB()
 	r, ep, st := w.rndvAcked(data, false)
 	switch {
 	case r == nil:
@@ -300,8 +312,8 @@ func (w *Worker) onRTR(_ any, data []byte, _ uct.AMFlags) {
 	if err != nil {
 		return
 	}
-	w.lock()
-	defer w.unlock()
+	w.lockCB()
+	defer w.unlockCB()
 	ep := w.epByID(m.dst)
 	r := w.slotGet(m.sreq)
 	if ep == nil || r == nil || r.ep != ep || r.kind != kTagSend || ep.err != nil {
@@ -313,8 +325,8 @@ func (w *Worker) onRTR(_ any, data []byte, _ uct.AMFlags) {
 
 // onATP: the sender has put the data of our rendezvous receive.
 func (w *Worker) onATP(_ any, data []byte, _ uct.AMFlags) {
-	w.lock()
-	defer w.unlock()
+	w.lockCB()
+	defer w.unlockCB()
 	r, ep, st := w.rndvAcked(data, true)
 	switch {
 	case r == nil:

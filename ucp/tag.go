@@ -216,16 +216,16 @@ func (w *Worker) onEager(_ any, data []byte, _ uct.AMFlags) {
 	if err != nil {
 		return
 	}
-	w.lock()
+	w.lockCB()
 	ep := w.epByID(dst)
 	if ep == nil {
 		w.stats.ClosedDrops++
-		w.unlock()
+		w.unlockCB()
 		return
 	}
 	if ep.err != nil {
 		w.stats.FailedDrops.TagEager++
-		w.unlock()
+		w.unlockCB()
 		return
 	}
 	u := w.getUnexp()
@@ -236,7 +236,7 @@ func (w *Worker) onEager(_ any, data []byte, _ uct.AMFlags) {
 	} else {
 		u.data = append(u.data[:0], payload...)
 	}
-	w.unlock()
+	w.unlockCB()
 }
 
 // onRTS handles a rendezvous announcement.
@@ -245,8 +245,8 @@ func (w *Worker) onRTS(_ any, data []byte, _ uct.AMFlags) {
 	if err != nil {
 		return
 	}
-	w.lock()
-	defer w.unlock()
+	w.lockCB()
+	defer w.unlockCB()
 	ep := w.epByID(m.dst)
 	if ep == nil {
 		w.stats.ClosedDrops++

@@ -56,7 +56,9 @@ type AMMessage struct {
 
 // AMHandler handles active messages of one id. It runs inside Progress,
 // without the worker's lock: it may start operations but must not call
-// Progress or block. For a message larger than one fragment it may keep
+// Progress, Wait or Request.Wait, or block. In a thread-safe worker the
+// operations it starts are sent when the transports' progress returns
+// (the handler runs inside it, holding the transport lock). For a message larger than one fragment it may keep
 // the data (AMMessage.Keep) or receive it into its own buffer
 // (AMMessage.RecvData, required to get rendezvous data).
 type AMHandler func(m *AMMessage)
@@ -101,10 +103,20 @@ type Worker struct {
 	// handlers lock the worker.
 	laneClose []uct.Endpoint
 
+	// A thread-safe worker has three locks (see "Concurrency and
+	// ownership" in doc.go): mu guards its state; tmu is the transport
+	// lock, held by whoever calls into the ifaces and their endpoints,
+	// also while sleeping in Wait; progMu lets one Progress run at a
+	// time. Blocking order: progMu, tmu, mu; a holder of mu only
+	// TryLocks tmu (canPost).
 	safe       bool
 	mu         sync.Mutex
+	tmu        sync.Mutex
 	progMu     sync.Mutex
 	inProgress bool
+	tstate     uint8 // the transport access of mu's holder (tNone...)
+	asleep     bool  // (mu) a Wait sleeps holding tmu
+	tWant      int   // (mu) goroutines blocked on tmu that want it soon
 
 	amu    sync.Mutex
 	async  []asyncErr
@@ -183,55 +195,152 @@ func (w *Worker) setHandlers(wi *wiface) {
 	it.SetAMHandler(amUserRTS, w.onUserRTS, nil)
 }
 
+// Transport access of the goroutine holding a thread-safe worker's
+// lock (Worker.tstate).
+const (
+	tNone = iota // not tried: canPost tries to take tmu
+	tMine        // taken by canPost or lockT: unlock releases it
+	tHeld        // held around this call by the goroutine (Progress, a uct callback)
+	tBusy        // held by another goroutine, or by this one outside this call: work is queued
+)
+
+// lock takes the worker's lock (thread-safe worker). Operations call it;
+// uct callbacks call lockCB instead.
 func (w *Worker) lock() {
 	if w.safe {
 		w.mu.Lock()
 	}
 }
 
+// lockCB takes the worker's lock inside a uct callback (AM handler,
+// completion), which runs while its goroutine holds the transport lock:
+// the callback may post at once.
+func (w *Worker) lockCB() {
+	if w.safe {
+		w.mu.Lock()
+		w.tstate = tHeld
+	}
+}
+
+// unlockCB releases lockCB's lock. Lanes closed meanwhile are closed by
+// the holder of the transport lock before it releases it.
+func (w *Worker) unlockCB() {
+	if !w.safe {
+		w.closeDetached()
+		return
+	}
+	w.tstate = tNone
+	w.mu.Unlock()
+}
+
+// lockT takes the transport lock, then the worker's, for operations that
+// must call into the transports at once (Connect, Close). It blocks, so it
+// must not run inside a uct callback.
+func (w *Worker) lockT() {
+	if w.safe {
+		w.acquireT()
+		w.mu.Lock()
+		w.tstate = tMine
+	}
+}
+
+// canPost reports whether the holder of the worker's lock may call into
+// the transports now (always in a single-goroutine worker). A thread-safe
+// worker takes the transport lock if it is free; if not, the caller
+// queues its work for the lock's holder, which sends it before releasing
+// the lock (releaseT).
+func (w *Worker) canPost() bool {
+	if !w.safe {
+		return true
+	}
+	switch w.tstate {
+	case tNone:
+		if w.tmu.TryLock() {
+			w.tstate = tMine
+			return true
+		}
+		w.tstate = tBusy
+		return false
+	case tBusy:
+		return false
+	}
+	return true
+}
+
 // unlock releases the worker's lock, then closes the uct endpoints of
 // lanes closed meanwhile: their outstanding completions run and lock the
 // worker again. A thread-safe worker closes them only while it holds the
-// progress lock, since a transport's progress and the endpoint's close
-// must not run at once; when another Progress runs (or this goroutine is
-// inside Progress) that Progress closes them before it returns.
+// transport lock, since a transport's progress and the endpoint's close
+// must not run at once; when another goroutine holds it, that goroutine
+// closes them before it releases the lock.
 func (w *Worker) unlock() {
 	if !w.safe {
 		w.closeDetached()
 		return
 	}
-	if len(w.laneClose) == 0 || !w.progMu.TryLock() {
+	if w.tstate != tMine && (len(w.laneClose) == 0 || !w.tmu.TryLock()) {
+		if len(w.laneClose) != 0 && w.asleep {
+			w.Wake() // the sleeper closes them
+		}
+		w.tstate = tNone
 		w.mu.Unlock()
 		return
 	}
-	w.mu.Unlock()
-	w.closeDetachedSafe()
-	w.progMu.Unlock()
+	w.releaseT()
 }
 
-// closeDetached closes the uct endpoints of closed lanes (lock released;
-// in a thread-safe worker, progress lock held).
+// releaseT releases the transport lock and the worker's lock of a
+// thread-safe worker (both held): it first sends the work queued by
+// goroutines that could not take the transport lock and closes detached
+// lanes (worker lock released meanwhile), so nothing waits for a lock
+// nobody holds. Work that meets back-pressure stays in the backlog for
+// Progress.
+func (w *Worker) releaseT() {
+	for {
+		if len(w.backlog) != 0 {
+			w.tstate = tHeld
+			w.drainBacklog()
+		}
+		w.tstate = tNone
+		if len(w.laneClose) == 0 {
+			w.tmu.Unlock()
+			w.mu.Unlock()
+			return
+		}
+		eps := w.laneClose
+		w.laneClose = nil
+		w.mu.Unlock()
+		for _, e := range eps {
+			e.Close()
+		}
+		w.mu.Lock()
+	}
+}
+
+// acquireT takes the transport lock of a thread-safe worker (worker lock
+// not held), waking a goroutine that sleeps in Wait holding it.
+func (w *Worker) acquireT() {
+	if w.tmu.TryLock() {
+		return
+	}
+	w.mu.Lock()
+	w.tWant++
+	if w.asleep {
+		w.Wake()
+	}
+	w.mu.Unlock()
+	w.tmu.Lock()
+	w.mu.Lock()
+	w.tWant--
+	w.mu.Unlock()
+}
+
+// closeDetached closes the uct endpoints of closed lanes (single-goroutine
+// worker, lock released).
 func (w *Worker) closeDetached() {
 	for len(w.laneClose) > 0 {
 		eps := w.laneClose
 		w.laneClose = nil
-		for _, e := range eps {
-			e.Close()
-		}
-	}
-}
-
-// closeDetachedSafe is closeDetached for a thread-safe worker (progress
-// lock held, worker lock not).
-func (w *Worker) closeDetachedSafe() {
-	for {
-		w.mu.Lock()
-		eps := w.laneClose
-		w.laneClose = nil
-		w.mu.Unlock()
-		if len(eps) == 0 {
-			return
-		}
 		for _, e := range eps {
 			e.Close()
 		}
@@ -258,24 +367,50 @@ func (w *Worker) SetAMHandler(id uint16, h AMHandler) {
 // another goroutine progresses a thread-safe worker) it returns 0.
 func (w *Worker) Progress() int {
 	if w.safe {
-		if !w.progMu.TryLock() {
-			return 0
-		}
-	} else if w.inProgress {
+		return w.progressSafe()
+	}
+	if w.inProgress {
 		return 0
 	}
 	w.inProgress = true
 	// iface progress runs the AM handlers, which lock the worker themselves
 	n := w.progressIfaces()
-	if !w.safe && w.asyncN.Load() == 0 && !w.kaDue.Load() && len(w.backlog) == 0 && len(w.flushers) == 0 &&
+	if w.asyncN.Load() == 0 && !w.kaDue.Load() && len(w.backlog) == 0 && len(w.flushers) == 0 &&
 		w.doneq.empty() && len(w.errq) == 0 {
 		w.inProgress = false
-		if w.safe {
-			w.progMu.Unlock()
-		}
 		return n
 	}
-	w.lock()
+	k, done, errq := w.progressWork()
+	w.closeDetached()
+	n += k + w.runCallbacks(done, errq)
+	w.inProgress = false
+	return n
+}
+
+// progressSafe is Progress of a thread-safe worker: the transports'
+// progress and the work that posts run under the transport lock, the
+// callbacks after it is released (so that they may start operations that
+// post at once), one Progress at a time.
+func (w *Worker) progressSafe() int {
+	if !w.progMu.TryLock() {
+		return 0
+	}
+	w.acquireT()
+	n := w.progressIfaces()
+	w.mu.Lock()
+	w.tstate = tHeld
+	k, done, errq := w.progressWork()
+	w.releaseT()
+	n += k + w.runCallbacks(done, errq)
+	w.progMu.Unlock()
+	return n
+}
+
+// progressWork handles async errors, keepalive, the backlog and flushes
+// and takes the due callbacks (lock held; in a thread-safe worker with
+// the transport lock).
+func (w *Worker) progressWork() (int, []*Request, []*Endpoint) {
+	n := 0
 	if w.asyncN.Load() != 0 {
 		n += w.handleAsync()
 	}
@@ -292,7 +427,13 @@ func (w *Worker) Progress() int {
 	done := w.doneq.take()
 	errq := w.errq
 	w.errq = nil
-	w.unlock()
+	return n, done, errq
+}
+
+// runCallbacks runs completion callbacks and error handlers (lock not
+// held).
+func (w *Worker) runCallbacks(done []*Request, errq []*Endpoint) int {
+	n := 0
 	for _, r := range done {
 		n++
 		r.cb(r)
@@ -308,13 +449,6 @@ func (w *Worker) Progress() int {
 			h(ep, ep.err)
 		}
 	}
-	if w.safe {
-		w.closeDetachedSafe()
-	}
-	w.inProgress = false
-	if w.safe {
-		w.progMu.Unlock()
-	}
 	return n
 }
 
@@ -322,13 +456,29 @@ func (w *Worker) Progress() int {
 func (w *Worker) busy() bool {
 	w.lock()
 	defer w.unlock()
+	return w.busyLocked()
+}
+
+func (w *Worker) busyLocked() bool {
 	return len(w.backlog) != 0 || len(w.flushers) != 0 || w.asyncN.Load() != 0
 }
 
 // Wait arms the ifaces and sleeps until one has an event, a peer failure
 // is reported, the keepalive timer fires, or ctx ends. It does not run
-// Progress. It returns ctx's error if ctx ended.
+// Progress. It returns ctx's error if ctx ended. In a thread-safe worker
+// it sleeps holding the transport lock: one goroutine sleeps at a time
+// (the others wait for the lock), and an operation or a Progress of
+// another goroutine wakes it.
 func (w *Worker) Wait(ctx context.Context) error {
+	return w.wait(ctx, nil)
+}
+
+// wait is Wait; in a thread-safe worker it does not sleep once r (if
+// not nil) has completed.
+func (w *Worker) wait(ctx context.Context, r *Request) error {
+	if w.safe {
+		return w.waitSafe(ctx, r)
+	}
 	if w.busy() {
 		return nil
 	}
@@ -342,6 +492,37 @@ func (w *Worker) Wait(ctx context.Context) error {
 		return nil
 	}
 	w.waitIfaces(ctx)
+	return ctx.Err()
+}
+
+// waitSafe is wait of a thread-safe worker. The decision to sleep is
+// taken under the worker's lock, where operations queue work and
+// complete requests: a request completed or work queued before it stops
+// the sleep, one after it wakes the sleeper (complete, toBacklog).
+func (w *Worker) waitSafe(ctx context.Context, r *Request) error {
+	w.tmu.Lock()
+	armed := true
+	for _, wi := range w.ifaces {
+		if wi.it.Arm() != nil {
+			armed = false
+			break
+		}
+	}
+	w.mu.Lock()
+	if !armed || r != nil && r.isDone() || w.busyLocked() || len(w.laneClose) != 0 || w.tWant != 0 ||
+		w.kaDue.Load() || ctx.Err() != nil {
+		if !armed {
+			w.pollIdle.Store(true)
+		}
+		w.releaseT()
+		return ctx.Err()
+	}
+	w.asleep = true
+	w.mu.Unlock()
+	w.waitIfaces(ctx)
+	w.mu.Lock()
+	w.asleep = false
+	w.releaseT()
 	return ctx.Err()
 }
 
@@ -460,7 +641,7 @@ func (w *Worker) MatchingSuspended() bool {
 // uct.ErrCanceled), completes posted receives with uct.ErrCanceled, and
 // closes the ifaces. Idempotent.
 func (w *Worker) Close() error {
-	w.lock()
+	w.lockT()
 	if w.closed {
 		w.unlock()
 		return nil
@@ -486,10 +667,11 @@ func (w *Worker) Close() error {
 		close(w.kaStop)
 		<-w.kaDone
 	}
-	if w.safe {
-		w.closeDetachedSafe()
-	}
 	err := regErr
+	if w.safe {
+		w.acquireT()
+		defer w.tmu.Unlock()
+	}
 	for _, wi := range w.ifaces {
 		err = multierr.Append(err, wi.it.Close())
 	}
