@@ -127,6 +127,9 @@
 // comes back, a restarted process connected with Connect and the same
 // EPParams.SourceTag, is a new endpoint: from then on receives for its
 // rank wait for it, and the purged endpoint's rank is forgotten.
+// Receives name ranks, not endpoints: if the new endpoint comes before
+// the failed one is purged, Purge leaves the receives for that rank
+// posted.
 //
 // Messages that arrive for an endpoint after it failed (its peer may be
 // alive and still sending on a lane that delivers, e.g. after keepalive

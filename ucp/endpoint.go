@@ -118,7 +118,7 @@ func (w *Worker) Connect(addr []byte, p EPParams) (*Endpoint, error) {
 	}
 	if ep := w.byUUID[a.UUID]; ep != nil {
 		ep.params = p
-		w.m.SetSourceTag(match.Src(ep.id), p.SourceTag)
+		w.setSourceTag(ep, p.SourceTag)
 		return ep, nil
 	}
 	return w.newEP(a, p, true)
@@ -152,11 +152,23 @@ func (w *Worker) newEP(a Address, p EPParams, named bool) (*Endpoint, error) {
 	w.live = append(w.live, ep)
 	w.byUUID[a.UUID] = ep
 	if named && w.cfg.SourceTagMask != 0 {
-		w.m.SetSourceTag(match.Src(ep.id), p.SourceTag)
+		w.setSourceTag(ep, p.SourceTag)
 	}
 	ep.wireupDue = true
 	ep.sendWireup()
 	return ep, nil
+}
+
+// setSourceTag gives ep's peer its rank in the matcher (lock held); a
+// purged endpoint of that rank is forgotten (match.Matcher.SetSourceTag)
+// and so is its status.
+func (w *Worker) setSourceTag(ep *Endpoint, tag uint64) {
+	w.m.SetSourceTag(match.Src(ep.id), tag)
+	for s := range w.goneErr {
+		if !w.m.Gone(s) && !w.m.Failed(s) {
+			delete(w.goneErr, s)
+		}
+	}
 }
 
 // pickLanes selects the AM lane (lowest latency) and the RMA lane
@@ -461,6 +473,10 @@ func (w *Worker) closeLanes(ep *Endpoint) {
 func (w *Worker) closeEP(ep *Endpoint, force bool, status uct.Status) {
 	if ep.closed {
 		return
+	}
+	if ep.err != nil {
+		// for receives that only this endpoint's peer could match
+		w.goneErr[match.Src(ep.id)] = ep.fail("tag_recv")
 	}
 	if !force && ep.err == nil && ep.ridKnown && w.canPost() {
 		// best effort: tell the peer we are gone

@@ -279,6 +279,46 @@ func testPurgeNewRecv(t *testing.T, tls string, c errCase) {
 	nd.exitOK(1)
 }
 
+// TestPurgeRejoinBeforePurge: a new process takes rank 1 while the dead
+// rank 1's failure is still pending. Receives name ranks, not endpoints:
+// receives for rank 1 wait for the new endpoint (told of the pending
+// failure, since the dead endpoint had that rank too), its messages are
+// queued while matching is suspended, and Purge of the dead endpoint
+// fails none of them and restarts matching.
+func TestPurgeRejoinBeforePurge(t *testing.T) {
+	c := errCase{cfg: Config{ErrorMode: ErrorModePeer}}
+	nd := tlsWorld(t, "shm", 2, "echo", c.cfg, c.env("shm")...)
+	w, ep1 := nd.w, nd.eps[1]
+	errEcho(t, nd, 1, 5)
+	rOld := w.TagRecv(make([]byte, 8), mkTag(1, tagB), exact, nil)
+	nd.kill(1)
+	nd.progressUntil("the failure", func() bool { return ep1.Err() != nil })
+	toldPending(t, "receive posted before the failure", rOld)
+
+	ep1b := nd.rejoin(t, 1, "echo", c.env("shm")...)
+	buf := make([]byte, 64)
+	r := w.TagRecv(buf, mkTag(1, tagData), exact, nil)
+	toldPending(t, "receive for rank 1 after the new process joined", r)
+	nd.must(nd.wait(ep1b.TagSend([]byte("again"), mkTag(0, tagData), nil)))
+	nd.progressUntil("the new rank 1's answer", func() bool {
+		_, u := w.m.Len()
+		return u == 1
+	})
+	pending(t, "receive for rank 1 while suspended", r)
+	pending(t, "receive posted before the failure", rOld)
+
+	w.Purge(ep1)
+	if w.MatchingSuspended() {
+		t.Fatal("suspended after Purge")
+	}
+	recvd(t, nd, "receive from the new rank 1", r, buf, "again", ep1b)
+	pending(t, "receive posted before the failure, after purge", rOld)
+	errEcho(t, nd, 1, 20)
+	rOld.Cancel()
+	nd.quit(1)
+	nd.exitOK(1)
+}
+
 // rejoin starts a new process at rank r (of a world of two: it connects
 // to us only) running role, connects to it with rank r's source tag and
 // makes it nd.eps[r] and nd.procs[r].

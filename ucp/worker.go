@@ -133,8 +133,9 @@ type Worker struct {
 	ignoreIfaceErrors atomic.Bool
 	stats             WorkerStats
 	chunkStalls       int // chunked transfers that met back-pressure (tests)
-	// goneErr is the status of the receives of purged endpoints' ranks
-	// (by matcher source, i.e. endpoint id).
+	// goneErr is the status of the receives that only a purged endpoint,
+	// or a failed one that was closed, could match (by matcher source,
+	// i.e. endpoint id); entries go when the matcher forgets the source.
 	goneErr map[match.Src]error
 	closed  bool
 }
