@@ -44,7 +44,9 @@
 // completions) or CompChannel.GetCQEvent (which runs it while it waits):
 // it drains the socket with recvmmsg in batches, runs the responder
 // (SEND/WRITE/READ/atomic execution, ACK coalescing, NAKs, duplicate
-// detection and replay of READs and atomics from responder resources)
+// detection and replay of READs and atomics from responder resources; a
+// duplicate SEND or WRITE packet is ACKed again only if it asks for an
+// ACK, with its own PSN)
 // and the completer (ACKs, NAKs, READ responses, go-back-N
 // retransmission), fires due timers (local ACK timeout, RNR waits;
 // checked against a monotonic clock on every pass) and sends whatever

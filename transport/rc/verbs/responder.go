@@ -364,9 +364,22 @@ func (qp *QP) recvAtomic(p *roce.Packet) {
 	qp.d.markReady(qp)
 }
 
-// duplicate answers a request the responder has already executed: SENDs
-// and WRITEs are ACKed again, READs and atomics are replayed from the
-// responder resources.
+// duplicate answers a request the responder has already executed: READs
+// and atomics are replayed from the responder resources; a SEND or WRITE
+// packet is ACKed again if it asks for an ACK (AckReq), with its own PSN.
+//
+// Neither more nor later: the ACK of a retransmitted packet must not
+// reach past the packets the requester is resending. rdma_rxe's completer
+// (Linux 6.1) completes a WQE whose last PSN is ACKed again while its
+// requester is still resending that WQE (check_psn: an ACK below the
+// expected PSN that equals the WQE's last PSN completes it); the
+// application then posts its next WR, and with a send queue of one
+// entry the requester finds its WQE index equal to the producer index,
+// takes the queue for empty and never sends again. Re-ACKing every
+// duplicate with the latest PSN did exactly that when rxe resent a
+// 64-packet SEND that its early timer took for lost (see
+// bench/rcpingpong's doc). The requester asks for an ACK on the last
+// packet of each message, so nothing it waits for goes unanswered.
 func (qp *QP) duplicate(p *roce.Packet) {
 	r := &qp.resp
 	psn := p.BTH.PSN
@@ -388,7 +401,15 @@ func (qp *QP) duplicate(p *roce.Packet) {
 		}
 		// Too old to replay: ignore, the requester will time out.
 	default:
-		r.queueAck(roce.PSNAdd(r.epsn, -1))
+		if !p.BTH.AckReq {
+			return
+		}
+		if n := len(r.out); r.ackOK && n > 0 && roce.PSNDiff(r.out[n-1].psn, psn) >= 0 {
+			// The ACK waiting to leave covers it already (it is
+			// never moved back).
+		} else {
+			r.queueAck(psn)
+		}
 		qp.d.markReady(qp)
 	}
 }
