@@ -51,6 +51,10 @@ type vmBoot struct {
 	cases   []vmCase
 }
 
+// pcapEnv names an environment variable holding a file name: when set,
+// every packet on the VM's link is captured into it (run.sh -p).
+const pcapEnv = "UCGO_RXE_PCAP"
+
 var caseEndRE = regexp.MustCompile(`^CASE-END (\S+) rc=(\d+)`)
 
 // runBoot boots the VM once and runs b's cases, then runs each case's
@@ -93,6 +97,10 @@ func runBoot(t *testing.T, harness, cache string, b vmBoot) {
 	}
 	for _, f := range b.files {
 		args = append(args, "-f", f)
+	}
+	if pcap := os.Getenv(pcapEnv); pcap != "" {
+		args = append(args, "-p", pcap)
+		t.Logf("%s: capturing the boot's link into %s", pcapEnv, pcap)
 	}
 	args = append(args, "sh /root/cases.sh")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(b.timeout+60)*time.Second)
