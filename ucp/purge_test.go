@@ -82,10 +82,14 @@ func init() {
 // failed endpoint closed its queue pair.
 func TestPurgeFailedSender(t *testing.T) {
 	for _, tls := range []string{"shm"} {
-		for _, resolve := range []string{"resume", "purge"} {
-			t.Run(tls+"/"+resolve, func(t *testing.T) {
+		for _, x := range []struct {
+			resolve string
+			safe    bool
+		}{{"resume", false}, {"purge", false}, {"purge", true}} {
+			resolve := x.resolve
+			t.Run(fmt.Sprintf("%s/%s/safe=%v", tls, resolve, x.safe), func(t *testing.T) {
 				const ival = 100 * time.Millisecond
-				c := errCase{cfg: Config{ErrorMode: ErrorModePeer, KeepaliveInterval: ival, DetectSilentPeers: true}}
+				c := errCase{cfg: Config{ErrorMode: ErrorModePeer, KeepaliveInterval: ival, DetectSilentPeers: true, ThreadSafe: x.safe}}
 				nd := world(t, 2, "zombie", tlsConfig(t, c.cfg, tls), append(c.env(tls),
 					rankEnvPrefix+"1="+EnvKeepalive+"="+ival.String()+";"+EnvRndvThresh+"=1m")...)
 				testPurgeFailedSender(t, nd, resolve)
