@@ -55,7 +55,20 @@ func init() {
 // iface or endpoint outside its transport lock is reported.
 func TestThreadSafeRC(t *testing.T) {
 	cfg := Config{ErrorMode: ErrorModePeer, KeepaliveInterval: -1, ThreadSafe: true}
-	nd := netnsWorld(t, "mt", cfg, EnvErrMode+"=peer")
+	threadSafeTraffic(t, netnsWorld(t, "mt", cfg, EnvErrMode+"=peer"))
+}
+
+// TestThreadSafeShm is TestThreadSafeRC over shm between two processes.
+func TestThreadSafeShm(t *testing.T) {
+	cfg := Config{ErrorMode: ErrorModePeer, KeepaliveInterval: -1, ThreadSafe: true}
+	nd := world(t, 2, "mt", cfg, EnvErrMode+"=peer")
+	if tr := nd.eps[1].lanes[0].attr.Transport; tr != "shm" {
+		t.Fatalf("lane over %s; want shm", tr)
+	}
+	threadSafeTraffic(t, nd)
+}
+
+func threadSafeTraffic(t *testing.T, nd *node) {
 	ep, w := nd.eps[1], nd.w
 	keys := recvKeys(t, nd, 1)
 
