@@ -89,7 +89,9 @@
 // operations at once with its status; requests queued on it complete with
 // uct.ErrCanceled, requests in flight with the transport's status (for a
 // dead peer an error matching uct.ErrPeerFailed). Peer death comes from
-// the transport (shm: pidfd) or from keepalive: every KeepaliveInterval
+// the transport (shm: pidfd; rc: the connection manager link ends, or,
+// when the peer is cut off, work requests exceed their retries and fail
+// with uct.ErrEndpointTimeout) or from keepalive: every KeepaliveInterval
 // the worker checks the liveness of every lane (uct CheckLiveness) and
 // sends each peer a heartbeat. With Config.DetectSilentPeers a peer none
 // of whose heartbeats arrived for three intervals (its own, if longer) is

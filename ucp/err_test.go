@@ -1024,3 +1024,69 @@ func TestErrTwoFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestErrCutOffKilled (rc) cuts rank 1 off the network, then SIGKILLs
+// it, with rendezvous sends, a GET and receives in flight: no connection
+// manager link can report the death, so the rc transport must find the
+// peer gone by itself (work requests exceed their retries, or the
+// keepalive's zero-length write does, or the connection manager link's
+// TCP keepalive times out). The endpoint fails with that path status,
+// matching is suspended and purged as for any failure, and rank 2 keeps
+// exchanging messages. It takes the seconds rc needs to give up on a
+// path (about a quarter of the 30 s endpoint timeout).
+func TestErrCutOffKilled(t *testing.T) {
+	c := errCase{cfg: Config{ErrorMode: ErrorModePeer}}
+	nd := tlsWorld(t, "rc", 3, "errkill", c.cfg, c.env("rc")...)
+	w, ep1 := nd.w, nd.eps[1]
+	keys := recvKeys(t, nd, 1)
+	buf := make([]byte, 70000)
+	for i := 0; i < 5; i++ {
+		nd.must(nd.wait(w.TagRecv(buf, mkTag(1, tagFlood), exact, nil)))
+	}
+	var inflight []*Request
+	for i := 0; i < 4; i++ {
+		inflight = append(inflight, ep1.TagSend(pattern(256<<10, byte(i)), mkTag(0, tagX), nil))
+	}
+	bufG := make([]byte, 64)
+	rG := w.TagRecv(bufG, mkTag(0, tagG), anySrc, nil)
+	rB := w.TagRecv(make([]byte, 64), mkTag(1, tagB), exact, nil)
+
+	nd.must(nd.star.NS[1].SetLink(false))
+	nd.kill(1)
+	inflight = append(inflight, ep1.Get(make([]byte, 1<<20), keys[0].addr, keys[0].key, nil))
+	nd.progressUntil("the cut-off peer's failure", func() bool { return ep1.Err() != nil })
+	err := ep1.Err()
+	t.Logf("the cut-off peer's endpoint failed: %v", err)
+	if !errors.Is(err, uct.ErrEndpointTimeout) && !errors.Is(err, uct.ErrConnectionReset) {
+		t.Fatalf("endpoint error %v, want a path timeout (uct.ErrEndpointTimeout or uct.ErrConnectionReset)", err)
+	}
+	if !uct.StatusOf(err).IsEndpointFatal() {
+		t.Fatalf("endpoint error %v is not endpoint-fatal", err)
+	}
+	for i, r := range inflight {
+		if err := nd.wait(r); err == nil || !uct.StatusOf(err).IsEndpointFatal() && !errors.Is(err, uct.ErrCanceled) {
+			t.Fatalf("request %d in flight: %v, want the endpoint's failure or canceled", i, err)
+		}
+	}
+	w.Progress()
+	if len(nd.errs) != 1 {
+		t.Fatalf("%d error handler calls, want 1", len(nd.errs))
+	}
+	if e := <-nd.errs; e.rank != 1 || !errors.Is(e.err, uct.StatusOf(err)) {
+		t.Fatalf("error handler: rank %d, %v; want rank 1, %v", e.rank, e.err, err)
+	}
+	if !w.MatchingSuspended() {
+		t.Fatal("matching not suspended")
+	}
+	toldPending(t, "wildcard receive", rG)
+	toldPending(t, "receive from the cut-off peer", rB)
+	w.Purge(ep1)
+	failedWith(t, "receive from the cut-off peer after purge", nd.wait(rB), uct.StatusOf(err))
+	if nd.eps[2].Err() != nil {
+		t.Fatalf("survivor's endpoint failed: %v", nd.eps[2].Err())
+	}
+	survivorStream(t, nd, rG, bufG)
+	errEcho(t, nd, 2, 50)
+	nd.quit(2)
+	nd.exitOK(2)
+}

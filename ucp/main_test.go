@@ -52,6 +52,7 @@ type node struct {
 	eps   []*Endpoint
 	procs []*exec.Cmd // parent: children by rank (index 0 unused)
 	errs  chan epErr
+	star  *netns.Star // parent: rank r's namespace is star.NS[r], or nil
 }
 
 type epErr struct {
@@ -160,7 +161,7 @@ func worldIn(t testing.TB, star *netns.Star, n int, role string, cfg Config, env
 		}
 		return star.NS[r].Do(fn)
 	}
-	nd := &node{t: t, n: n, procs: make([]*exec.Cmd, n), errs: make(chan epErr, 16)}
+	nd := &node{t: t, n: n, procs: make([]*exec.Cmd, n), errs: make(chan epErr, 16), star: star}
 	err := in(0, func() error {
 		ctx, err := newContext(cfg, func(string) string { return "" })
 		if err != nil {
