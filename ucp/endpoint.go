@@ -329,8 +329,8 @@ func (w *Worker) drainBacklog() int {
 				break
 			}
 			n++
-			if ep.err != nil || ep.closed {
-				break
+			if ep.err != nil || ep.closed || !ep.stalled.empty() {
+				break // a transfer that just stalled goes first
 			}
 		}
 	}
