@@ -232,38 +232,50 @@ func benchTagBandwidth(b *testing.B, nd *node, size, window int) {
 // CPU time (getrusage) per round trip (two messages, four requests).
 func BenchmarkTagCPU(b *testing.B) {
 	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) { benchTagCPU(b, Config{ErrorMode: m.mode}, 8) })
+	}
+}
+
+// BenchmarkRndvCPU is BenchmarkTagCPU for 4 KiB messages sent by
+// rendezvous (RTS, GET, ATS): the CPU cost of the protocol.
+func BenchmarkRndvCPU(b *testing.B) {
+	for _, m := range benchModes {
 		b.Run(m.name, func(b *testing.B) {
-			ws, ep0 := shmPair(b, Config{ErrorMode: m.mode})
-			out, in := make([]byte, 8), make([]byte, 8)
-			// one message each way: the first one also connects back
-			var ep1 *Endpoint
-			oneway := func(from, to *Worker, ep *Endpoint) *Endpoint {
-				r := to.TagRecv(in, 5, exact, nil)
-				s := ep.TagSend(out, 5, nil)
-				for !r.Done() || !s.Done() {
-					from.Progress()
-					to.Progress()
-				}
-				if r.Err() != nil || s.Err() != nil {
-					b.Fatal(r.Err(), s.Err())
-				}
-				sender := r.Info().Sender
-				r.Release()
-				s.Release()
-				return sender
-			}
-			ep1 = oneway(ws[0], ws[1], ep0)
-			defer pinCPU(0)()
-			b.ReportAllocs()
-			b.ResetTimer()
-			c0 := threadCPU()
-			for i := 0; i < b.N; i++ {
-				oneway(ws[0], ws[1], ep0)
-				oneway(ws[1], ws[0], ep1)
-			}
-			b.ReportMetric(float64(threadCPU()-c0)/float64(b.N), "cpu-ns/roundtrip")
+			benchTagCPU(b, Config{ErrorMode: m.mode, ShortThresh: -1, RndvThresh: 1}, 4096)
 		})
 	}
+}
+
+func benchTagCPU(b *testing.B, cfg Config, size int) {
+	ws, ep0 := shmPair(b, cfg)
+	out, in := make([]byte, size), make([]byte, size)
+	// one message each way: the first one also connects back
+	var ep1 *Endpoint
+	oneway := func(from, to *Worker, ep *Endpoint) *Endpoint {
+		r := to.TagRecv(in, 5, exact, nil)
+		s := ep.TagSend(out, 5, nil)
+		for !r.Done() || !s.Done() {
+			from.Progress()
+			to.Progress()
+		}
+		if r.Err() != nil || s.Err() != nil {
+			b.Fatal(r.Err(), s.Err())
+		}
+		sender := r.Info().Sender
+		r.Release()
+		s.Release()
+		return sender
+	}
+	ep1 = oneway(ws[0], ws[1], ep0)
+	defer pinCPU(0)()
+	b.ReportAllocs()
+	b.ResetTimer()
+	c0 := threadCPU()
+	for i := 0; i < b.N; i++ {
+		oneway(ws[0], ws[1], ep0)
+		oneway(ws[1], ws[0], ep1)
+	}
+	b.ReportMetric(float64(threadCPU()-c0)/float64(b.N), "cpu-ns/roundtrip")
 }
 
 // threadCPU is the calling thread's user and system CPU time in ns.
