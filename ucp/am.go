@@ -164,9 +164,10 @@ func (w *Worker) onUser(_ any, data []byte, _ uct.AMFlags) {
 
 // eagerMsg returns the message given to the handler of an eager active
 // message. Handlers run inside the transports' progress, which one
-// goroutine at a time runs (Progress is not reentrant), so one call at a
-// time uses the worker's message; a handler that keeps its message (Keep)
-// takes it, and the next call gets a new one.
+// goroutine at a time runs (the holder of the transport lock in a
+// thread-safe worker) and which a handler cannot reenter, so one call at
+// a time uses the worker's message; a handler that keeps its message
+// (Keep) takes it, and the next call gets a new one.
 func (w *Worker) eagerMsg() *AMMessage {
 	m := w.amMsg
 	if m == nil {
