@@ -87,8 +87,14 @@
 // messages REQ, REP, REJ and DREQ (framed with a magic, version, type and
 // length).
 //
-// Endpoints, ifaces and MDs are used from one goroutine at a time (the
-// Progress goroutine); the connection manager and lifeline goroutines only
-// touch state behind the iface's mutex or atomics. Close is idempotent on
-// every object.
+// An iface and its endpoints are used from one goroutine at a time (the
+// Progress goroutine): posting, Progress, Arm, Wait, Connect and Close
+// share the iface's unlocked queues, so a user driving them from several
+// goroutines serializes every call (as ucp's thread-safe worker does with
+// its transport lock); only Wake is safe from any goroutine. An MD's
+// Register, Alloc and UnpackRKey and a Mem's Close may run on any
+// goroutine (the verbs device serializes them), so the ifaces of several
+// workers share one MD. The connection manager and lifeline goroutines
+// only touch state behind the iface's mutex or atomics. Close is
+// idempotent on every object.
 package rc
