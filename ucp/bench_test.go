@@ -236,6 +236,15 @@ func BenchmarkTagCPU(b *testing.B) {
 	}
 }
 
+// BenchmarkTagCPUThreadSafe is BenchmarkTagCPU with thread-safe workers
+// (Config.ThreadSafe) driven by one goroutine: the CPU cost of their
+// locks (worker and transport) on the eager path.
+func BenchmarkTagCPUThreadSafe(b *testing.B) {
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) { benchTagCPU(b, Config{ErrorMode: m.mode, ThreadSafe: true}, 8) })
+	}
+}
+
 // BenchmarkRndvCPU is BenchmarkTagCPU for 4 KiB messages sent by
 // rendezvous (RTS, GET, ATS): the CPU cost of the protocol.
 func BenchmarkRndvCPU(b *testing.B) {
