@@ -2,6 +2,7 @@ package ucp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/hex"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 const (
 	tagLate = 40 // sent by the zombie after SIGCONT
 	amLate  = 41 // active messages of the zombie after SIGCONT
+	tagAddr = 42 // the zombie's worker address
 
 	anyTagMask = ^uint64(0xffffffff) // a receive from one rank, any tag
 )
@@ -37,6 +39,9 @@ func init() {
 	childRoles["zombie"] = func(nd *node) error {
 		cont := make(chan os.Signal, 1)
 		signal.Notify(cont, syscall.SIGCONT)
+		if err := nd.wait(nd.eps[0].TagSend(nd.w.Address(), mkTag(nd.rank, tagAddr), nil)); err != nil {
+			return err
+		}
 		progressFor := func(d time.Duration) {
 			ctx, cancel := context.WithTimeout(context.Background(), d)
 			defer cancel()
@@ -77,7 +82,8 @@ func init() {
 // dropped and counted (WorkerStats.FailedDrops), never queued as
 // unexpected, never matched after ResumeMatching or Purge, and no
 // rendezvous data is fetched and no AM handler runs; after Purge they are
-// counted as ClosedDrops.
+// counted as ClosedDrops. Then we connect to the same process again: its
+// messages reach the new endpoint and are matched.
 // Over shm only: an rc peer's messages stop arriving once our side of the
 // failed endpoint closed its queue pair.
 func TestPurgeFailedSender(t *testing.T) {
@@ -102,6 +108,10 @@ func testPurgeFailedSender(t *testing.T, nd *node, resolve string) {
 	w, ep1 := nd.w, nd.eps[1]
 	handled := 0
 	w.SetAMHandler(amLate, func(m *AMMessage) { handled++ })
+	addr := make([]byte, 4096)
+	ra := w.TagRecv(addr, mkTag(1, tagAddr), exact, nil)
+	nd.must(nd.wait(ra))
+	addr = addr[:ra.Info().Length]
 	nd.progressUntil("a heartbeat from rank 1", func() bool { return armed(ep1) })
 	// receives that the zombie's messages would match
 	rB := w.TagRecv(make([]byte, 200000), mkTag(1, tagLate), exact, nil)
@@ -172,6 +182,36 @@ func testPurgeFailedSender(t *testing.T, nd *node, resolve string) {
 	}
 	pending(t, "wildcard receive", rW)
 	rW.Cancel()
+
+	// The process is alive: a new endpoint to it (same rank) matches its
+	// messages again, eager and rendezvous.
+	ep1c, err := w.Connect(addr, EPParams{SourceTag: mkTag(1, 0), Timeout: testEPParams()})
+	nd.must(err)
+	if ep1c == ep1 {
+		t.Fatal("Connect returned the purged endpoint")
+	}
+	for _, x := range []struct {
+		n    int
+		seed byte
+	}{{8, 1}, {3000, 2}, {100000, 3}} { // the zombie's eager short, bcopy and rendezvous messages
+		n := x.n
+		buf := make([]byte, 200000)
+		r := w.TagRecv(buf, mkTag(1, tagLate), exact, nil)
+		for {
+			nd.must(nd.wait(r))
+			if r.Info().Length == n {
+				break
+			}
+			r = w.TagRecv(buf, mkTag(1, tagLate), exact, nil)
+		}
+		if r.Info().Sender != ep1c || !bytes.Equal(buf[:n], pattern(n, x.seed)) {
+			t.Fatalf("message of %d bytes from %v: wrong sender or data", n, r.Info().Sender.Name())
+		}
+	}
+	nd.progressUntil("an active message from the new endpoint", func() bool { return handled > 0 })
+	if ep1c.Err() != nil {
+		t.Fatalf("new endpoint failed: %v", ep1c.Err())
+	}
 }
 
 // TestPurgeNewRecv kills rank 1 and checks the receives posted at each
