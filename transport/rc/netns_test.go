@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ucgo/ucgo/internal/fault"
+	"github.com/ucgo/ucgo/transport/rc/verbs"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -446,6 +448,38 @@ func TestNetnsPeerClosed(t *testing.T) {
 	p.until("endpoint error", func() bool { return p.ep.Err() != nil })
 	if err := p.ep.Err(); !errors.Is(err, uct.ErrConnectionReset) || errors.Is(err, uct.ErrPeerFailed) {
 		t.Errorf("endpoint Err %v, want uct.ErrConnectionReset", err)
+	}
+}
+
+// TestNetnsLifelineFlushed: the lifeline watcher stores its error, then
+// moves the QP to ERR, then wakes Progress. A Progress that polls the
+// flushed completions in between must fail the endpoint and its
+// operations with the watcher's error (here the peer's death), not with a
+// bare flush. The child is stopped so that the READ stays outstanding; the
+// test takes the watcher's first two steps itself.
+func TestNetnsLifelineFlushed(t *testing.T) {
+	p := startPeer(t, 5*time.Second)
+	p.it.SetErrorHandler(func(any, uct.Endpoint, error) {}, nil)
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer p.cmd.Process.Signal(syscall.SIGCONT)
+	done := false
+	c := &uct.Completion{Count: 1, Func: func(*uct.Completion) { done = true }}
+	if err := p.ep.GetZcopy([][]byte{make([]byte, 1<<20)}, p.memAddr, p.rkey, c); err != uct.ErrInProgress {
+		t.Fatalf("GetZcopy: %v, want in progress", err)
+	}
+	e := p.ep.opErr("connection", uct.ErrPeerFailed, errors.New("test: link ended without DREQ"))
+	p.ep.asyncErr.Store(&e)
+	if err := p.ep.qp.Modify(&verbs.QPAttr{State: verbs.QPSErr}, verbs.QPAttrState); err != nil {
+		t.Fatal(err)
+	}
+	p.until("the flushed READ", func() bool { return done })
+	if !errors.Is(c.Status, uct.ErrPeerFailed) {
+		t.Errorf("READ: %v, want uct.ErrPeerFailed", c.Status)
+	}
+	if err := p.ep.Err(); !errors.Is(err, uct.ErrPeerFailed) {
+		t.Errorf("endpoint Err %v, want uct.ErrPeerFailed", err)
 	}
 }
 
