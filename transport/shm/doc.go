@@ -7,7 +7,10 @@
 // segment MAP_SHARED, so only same-user processes can attach and nothing
 // survives the owner. Senders reserve a cell with a compare-and-swap on the
 // ring tail, write it and publish it with a store to the cell's sequence
-// word; the receiver polls the head cell in Progress.
+// word; the receiver polls the head cell in Progress and hands the cell it
+// delivered last back to the senders when it delivers the next one or on
+// its next call (so that freeing it does not delay what the AM handler
+// started).
 //
 // RMA: memory from MD.Alloc is a memfd per allocation that peers map on
 // first use (cached in the unpacked remote key), so put/get are plain copies

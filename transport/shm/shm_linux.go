@@ -369,11 +369,14 @@ type amEntry struct {
 
 // Iface is an shm iface: one segment with a receive FIFO.
 type Iface struct {
-	md      *MD
-	fd      int
-	seg     []byte
-	rx      ring
-	head    uint64
+	md   *MD
+	fd   int
+	seg  []byte
+	rx   ring
+	head uint64
+	// cells [freed, head) have been delivered but not yet handed back to
+	// the producers (releaseDelivered)
+	freed   uint64
 	cookie  uint64
 	addr    []byte
 	handler [uct.MaxAMID + 1]amEntry
@@ -464,8 +467,10 @@ func (it *Iface) Progress() int {
 	if it.closed.Load() {
 		return 0
 	}
+	it.releaseDelivered()
 	n := 0
 	for n < 64 && it.rx.ready(it.head) {
+		it.releaseDelivered()
 		c := it.rx.cell(it.head)
 		ln := int(*u32at(c, 8))
 		id := c[12] & uct.MaxAMID
@@ -478,7 +483,6 @@ func (it *Iface) Progress() int {
 		if e := it.handler[id]; e.h != nil {
 			e.h(e.arg, data, 0)
 		}
-		it.rx.release(it.head)
 		it.head++
 		n++
 	}
@@ -504,6 +508,22 @@ func (it *Iface) Progress() int {
 	return n
 }
 
+// releaseDelivered hands the cell that Progress delivered last back to
+// the producers. Releasing a cell is a store to a cache line that the
+// producer wrote and the consumer only read: the store waits until the
+// producer's copy is invalidated, a round trip between the cores. Done
+// right after the handler it delays whatever the handler started, such as
+// the answer of a ping-pong, which the caller sends after Progress
+// returns; so Progress releases each cell before it delivers the next
+// one, or on its next call. A receiver that stops calling Progress holds
+// at most one delivered cell, and one that sleeps after an empty Progress
+// holds none.
+func (it *Iface) releaseDelivered() {
+	for ; it.freed != it.head; it.freed++ {
+		it.rx.release(it.freed)
+	}
+}
+
 // stuckAfter is how long a claimed, unpublished head cell waits before the
 // receiver asks whether its writer is still alive.
 const stuckAfter = 100 * time.Millisecond
@@ -523,8 +543,10 @@ func (it *Iface) checkStuck() {
 	if now.Sub(it.stuckSince) < stuckAfter || processAlive(pid) {
 		return
 	}
+	it.releaseDelivered()
 	it.rx.release(it.head)
 	it.head++
+	it.freed = it.head
 	it.stuckSince = time.Time{}
 }
 
