@@ -66,7 +66,20 @@ func claimOwner(seq, t uint64) int {
 }
 
 // reserve claims the next free cell for pid me; false if the ring is full.
+//
+// The first attempt claims the cell without reading it first: the
+// consumer polls the cell that the next message will fill, so the cell's
+// cache line is shared with the consumer's core, and a load followed by
+// a compare-and-swap would take two transfers between the cores (one to
+// read the line, one to own it) where the compare-and-swap alone takes
+// one.
 func (r *ring) reserve(me uint32) (uint64, bool) {
+	t := atomic.LoadUint64(r.tail)
+	p := u64at(r.cell(t), 0)
+	if atomic.CompareAndSwapUint64(p, t, claimTag(t)|uint64(me)) {
+		atomic.CompareAndSwapUint64(r.tail, t, t+1)
+		return t, true
+	}
 	for {
 		t := atomic.LoadUint64(r.tail)
 		p := u64at(r.cell(t), 0)
