@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -106,6 +107,11 @@ func runBoot(t *testing.T, harness, cache string, b vmBoot) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(b.timeout+60)*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(harness, "run.sh"), args...)
+	// Past the deadline, SIGTERM lets run.sh stop the VM and the host
+	// side and remove its netns; whatever still holds its output a while
+	// later (an orphaned QEMU or host command) no longer holds up Wait.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 20 * time.Second
 	// A netns and tap of our own, so that a run of the harness by someone
 	// else on this machine does not hold our lock.
 	id := os.Getpid() % 100000
