@@ -49,7 +49,8 @@ func init() {
 // an rc lane between two network namespaces from several goroutines at
 // once: two send and receive tag messages of every protocol, one puts and
 // gets back its own region of the peer's memory and counts with a
-// fetching atomic, one exchanges active messages, one flushes the
+// fetching atomic, one exchanges active messages (whose handler sends a
+// tag message, echoed by the peer), one flushes the
 // endpoint and the worker, and one more calls Progress and Wait in a
 // loop. Every byte is checked; run with -race, any access to the rc
 // iface or endpoint outside its transport lock is reported.
@@ -73,9 +74,15 @@ func threadSafeTraffic(t *testing.T, nd *node) {
 	keys := recvKeys(t, nd, 1)
 
 	const iters = 60
+	// The pong handler also sends the pong's data back to the peer as a
+	// tag message (tagAMEcho), which the peer echoes: an operation started
+	// inside the transports' progress, holding the transport lock.
+	const tagAMEcho = 3000
 	pongs := make(chan [2][]byte, 16)
 	w.SetAMHandler(amPong, func(m *AMMessage) {
-		pongs <- [2][]byte{append([]byte(nil), m.Header...), append([]byte(nil), m.Data...)}
+		p := [2][]byte{append([]byte(nil), m.Header...), append([]byte(nil), m.Data...)}
+		m.Reply.TagSend(p[0], mkTag(0, tagAMEcho), nil).Release()
+		pongs <- p
 	})
 	ctx, cancel := testCtx()
 	defer cancel()
@@ -170,6 +177,8 @@ func threadSafeTraffic(t *testing.T, nd *node) {
 		for i := 0; i < iters; i++ {
 			hdr := pattern(1+i%16, byte(i))
 			data := pattern([]int{0, 10, 1000, 5000}[i%4], byte(i+1))
+			echo := make([]byte, len(data)+1)
+			er := w.TagRecv(echo, mkTag(1, tagAMEcho), exact, nil)
 			if err := wait(ep.AMSend(amPing, hdr, data, nil)); err != nil {
 				fail("am %d: %v", i, err)
 				return
@@ -184,6 +193,15 @@ func threadSafeTraffic(t *testing.T, nd *node) {
 				fail("am %d: no reply", i)
 				return
 			}
+			if err := er.Wait(ctx); err != nil {
+				fail("am %d: echo of the handler's tag send: %v", i, err)
+				return
+			}
+			if got := er.Info().Length; got != len(data) || !bytes.Equal(echo[:got], data) {
+				fail("am %d: echo of the handler's tag send differs (length %d)", i, got)
+				return
+			}
+			er.Release()
 		}
 	}()
 	wg.Add(1)
