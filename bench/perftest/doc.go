@@ -54,8 +54,8 @@
 // (overall); these names are kept stable for bench/compare. A live
 // progress line (the last second's average latency and message rate) is
 // shown for sizes that run longer than a second when stdout is a
-// terminal. -c pins the process to a CPU; -l pins its two sides to the
-// first and the last CPU.
+// terminal. -c pins the process (every thread, GOMAXPROCS 1) to a CPU; -l
+// pins its two sides to the first and the last CPU.
 //
 // Tests and transports are tables (tables.go). A transport's local plan
 // decides where -l runs the two processes: shm on this host; rc, as root,
