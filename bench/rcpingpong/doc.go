@@ -141,7 +141,8 @@
 //     latest PSN, which supplied the second ACK; transport/rc/verbs now
 //     re-ACKs only duplicates that ask for an ACK (the resent SEND's
 //     last packet, sent after the requester is done with it), with
-//     their own PSN. rxe itself is unchanged: had that one re-ACK been
+//     their own PSN (the latest only while a message is arriving: a PSN
+//     that ends no message). rxe itself is unchanged: had that one re-ACK been
 //     lost, it would stall still (comp.psn is past the SEND, so it
 //     neither re-arms its timer nor retries).
 //     UCGO_RXE_PCAP=FILE captures a TestInteropRXE boot's link.

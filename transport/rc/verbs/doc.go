@@ -46,7 +46,7 @@
 // (SEND/WRITE/READ/atomic execution, ACK coalescing, NAKs, duplicate
 // detection and replay of READs and atomics from responder resources; a
 // duplicate SEND or WRITE packet is ACKed again only if it asks for an
-// ACK, with its own PSN)
+// ACK, with its own PSN, or the latest while a message is arriving)
 // and the completer (ACKs, NAKs, READ responses, go-back-N
 // retransmission), fires due timers (local ACK timeout, RNR waits;
 // checked against a monotonic clock on every pass) and sends whatever

@@ -80,7 +80,8 @@ func processed(t *testing.T, d *Device, n uint64) {
 
 // TestDuplicateSendAck: a retransmitted SEND that the responder has
 // executed is ACKed again only where a packet asks for it (AckReq), each
-// time with that packet's PSN, never with a later one. rdma_rxe resends
+// time with that packet's PSN, never with a later one that ends a
+// message; while a message is being received, with the latest PSN. rdma_rxe resends
 // a SEND its early timer took for lost; an ACK of the SEND's last PSN
 // arriving while it resends makes it complete the WQE under its
 // requester's feet, and with rc_pingpong's one-entry send queue its
@@ -147,6 +148,24 @@ func TestDuplicateSendAck(t *testing.T) {
 	}
 	if wc := poll(t, e.cq, 1, d)[0]; wc.Status != WCSuccess || wc.ByteLen != 8 || wc.WRID != 2 {
 		t.Fatalf("second receive completed %+v, want WR 2 with 8 bytes", wc)
+	}
+
+	// In the middle of a message, the latest PSN ends no message: a
+	// duplicate asking for an ACK gets it, so that the requester skips
+	// ahead.
+	if _, err := e.qp.PostRecv(RecvWR{ID: 3, SG: []SGE{e.mr.SGE(3<<12, 4096)}}); err != nil {
+		t.Fatal(err)
+	}
+	peer.send(roce.OpSendFirst, rqPSN+4, false, mtu)
+	peer.send(roce.OpSendMiddle, rqPSN+1, true, mtu)
+	processed(t, d, 4)
+	peer.send(roce.OpSendLast, rqPSN+5, true, mtu[:1])
+	got = peer.acksUntil(d, rqPSN+5)
+	if len(got) != 1 || got[0] != rqPSN+4 {
+		t.Errorf("ACKs of a duplicate in the middle of a message: PSNs %v, want [%d]", got, rqPSN+4)
+	}
+	if wc := poll(t, e.cq, 1, d)[0]; wc.Status != WCSuccess || wc.ByteLen != 1025 || wc.WRID != 3 {
+		t.Fatalf("third receive completed %+v, want WR 3 with 1025 bytes", wc)
 	}
 	noMore(t, e.cq, d)
 }

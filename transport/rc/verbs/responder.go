@@ -366,7 +366,9 @@ func (qp *QP) recvAtomic(p *roce.Packet) {
 
 // duplicate answers a request the responder has already executed: READs
 // and atomics are replayed from the responder resources; a SEND or WRITE
-// packet is ACKed again if it asks for an ACK (AckReq), with its own PSN.
+// packet is ACKed again if it asks for an ACK (AckReq), with its own PSN,
+// or with the latest PSN while a message is being received (a PSN that
+// ends no message).
 //
 // Neither more nor later: the ACK of a retransmitted packet must not
 // reach past the packets the requester is resending. rdma_rxe's completer
@@ -404,11 +406,19 @@ func (qp *QP) duplicate(p *roce.Packet) {
 		if !p.BTH.AckReq {
 			return
 		}
-		if n := len(r.out); r.ackOK && n > 0 && roce.PSNDiff(r.out[n-1].psn, psn) >= 0 {
+		ack := psn
+		if r.inSend || r.inWrite {
+			// In the middle of a message, the latest PSN ends no
+			// message, so no requester completes a WQE it is still
+			// resending on its ACK; and a go-back-N requester skips
+			// ahead to what has arrived instead of resending it all.
+			ack = roce.PSNAdd(r.epsn, -1)
+		}
+		if n := len(r.out); r.ackOK && n > 0 && roce.PSNDiff(r.out[n-1].psn, ack) >= 0 {
 			// The ACK waiting to leave covers it already (it is
 			// never moved back).
 		} else {
-			r.queueAck(psn)
+			r.queueAck(ack)
 		}
 		qp.d.markReady(qp)
 	}
