@@ -66,7 +66,7 @@
 //
 // The cases run in two boots with a link MTU of 9000 (so that -m 4096
 // fits): the main one, then one for the two -n 10000 runs, which gets
-// what the test's deadline (go test -timeout) leaves of its 360 s, so
+// what the test's deadline (go test -timeout) leaves of its 480 s, so
 // that a hung long run costs no other case its result. UCGO_RXE_CASES, a
 // regular expression, runs only the cases whose names match;
 // UCGO_RXE_SHORT=1 leaves the long boot out. The cases against our

@@ -311,7 +311,7 @@ func TestInteropRXE(t *testing.T) {
 		// The VM powers off in the last case.
 		boot.cases = append(boot.cases, oursCase(), powerOffCase())
 	}
-	long := vmBoot{name: "interop-long", timeout: 360, mtu: 9000, cases: ppLong}
+	long := vmBoot{name: "interop-long", timeout: 480, mtu: 9000, cases: ppLong}
 	if os.Getenv(shortEnv) == "1" {
 		t.Logf("%s=1: the long cases are not run", shortEnv)
 		long.cases = nil

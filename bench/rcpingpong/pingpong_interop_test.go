@@ -32,7 +32,7 @@ func pingpongCases(port int) (cs, long []vmCase) {
 		// the long cases get more, within their boot's own limit.
 		vmLimit := 120
 		if p.long {
-			vmLimit = 240
+			vmLimit = 300
 		}
 		for _, vmServer := range []bool{true, false} {
 			port++
