@@ -326,7 +326,8 @@ func TestServerKilled(t *testing.T) {
 				t.Fatalf("client: %v, want exit status 1\n%s", err, cliErr.String())
 			}
 			// The failed operation's own status: the peer process failed
-			// (shm), its connection was reset or the QP flushed (rc); or,
+			// (shm's pidfd, or rc's connection manager link ending without
+			// a DREQ), its connection was reset or the QP flushed (rc); or,
 			// when the kill lands between two sizes, the exchange
 			// connection's end at the barrier.
 			msg := cliErr.String()
