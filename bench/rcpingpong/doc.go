@@ -117,34 +117,33 @@
 //     than rc_pingpong's 67 ms local ACK timeout, and a peer with
 //     retry_cnt 7 (finite for us) gave up; the tests run our side with a
 //     timeout of 18 (1.07 s).
-//   - rxe's retransmission timer fires early in the VM (a packet going
-//     out arms it only if it is not pending yet, so a timer left from an
-//     earlier message can fire just after a new one starts; jiffies jump
-//     under TCG): rxe resends whole SENDs we have already ACKed,
-//     sometimes as their last packet leaves. rxe's
-//     completer (Linux 6.1, rxe_comp.c) then mishandles our ACKs: the
-//     first ACK of the SEND's last PSN, arriving while the requester
-//     resends it (WQE state "processing", not "pending"), only moves
-//     comp.psn past the SEND; a second ACK of that PSN, now below
+//   - rxe's retransmission timer fires early in the VM (a packet going out
+//     arms it only if it is not pending yet, so a timer left from an earlier
+//     message can fire just after a new one starts; jiffies jump under TCG):
+//     rxe resends whole SENDs we have already ACKed, sometimes as their last
+//     packet leaves. rxe's completer (Linux 6.1, rxe_comp.c) then mishandles
+//     our ACKs: the first ACK of the SEND's last PSN, arriving while the
+//     requester resends it (WQE state "processing", not "pending"), only
+//     moves comp.psn past the SEND; a second ACK of that PSN, now below
 //     comp.psn, completes the WQE (check_psn: "most likely a retried
-//     packet") although the requester is still resending it.
-//     rc_pingpong, having its receive too, posts its next SEND; with one
-//     send WR the ring has two slots, the producer index comes round to
-//     the requester's WQE index, and req_next_wqe takes the queue for
-//     empty: the requester stops in the middle of the old SEND and never
-//     sends the new one, and the completer, whose head WQE is "posted",
-//     never retries. Seen with -s 65536 and the VM as client, 2-3 in 20-40
-//     runs under load: the capture shows the resent SEND stopping short
-//     of its last packet after our re-ACKs of its last PSN, and
-//     `rdma res show qp` the VM's sq-psn stuck inside it, with rdma_sends
-//     = rdma_recvs. We used to re-ACK every duplicate packet with the
-//     latest PSN, which supplied the second ACK; transport/rc/verbs now
-//     re-ACKs only duplicates that ask for an ACK (the resent SEND's
-//     last packet, sent after the requester is done with it), with
-//     their own PSN (the latest only while a message is arriving: a PSN
-//     that ends no message). rxe itself is unchanged: had that one re-ACK been
-//     lost, it would stall still (comp.psn is past the SEND, so it
-//     neither re-arms its timer nor retries).
+//     packet") although the requester is still resending it. rc_pingpong,
+//     having its receive too, posts its next SEND; with one send WR the ring
+//     has two slots, the producer index comes round to the requester's WQE
+//     index, and req_next_wqe takes the queue for empty: the requester stops
+//     in the middle of the old SEND and never sends the new one, and the
+//     completer, whose head WQE is "posted", never retries. Seen with -s
+//     65536 and the VM as client, 2-3 in 20-40 runs under load (none in 60
+//     since the change below, with rxe retrying 450-540 times in each 30):
+//     the capture shows the resent SEND stopping short of its last packet
+//     after our re-ACKs of its last PSN, and `rdma res show qp` the VM's
+//     sq-psn stuck inside it, with rdma_sends = rdma_recvs. We used to
+//     re-ACK every duplicate packet with the latest PSN, which supplied the
+//     second ACK; transport/rc/verbs now re-ACKs only duplicates that ask
+//     for an ACK (the resent SEND's last packet, sent after the requester is
+//     done with it), with their own PSN (the latest only while a message is
+//     arriving: a PSN that ends no message). rxe itself is unchanged: had
+//     that one re-ACK been lost, it would stall still (comp.psn is past the
+//     SEND, so it neither re-arms its timer nor retries).
 //     UCGO_RXE_PCAP=FILE captures a TestInteropRXE boot's link.
 //   - rnr_retry below 7 is counted as the IB spec says, unlike retry_cnt
 //     7: an rxe sender with rnr_retry 2 draws three RNR NAKs from us, then
