@@ -76,9 +76,9 @@ type Config struct {
 	// NoShare makes a device on port 4791 bind it without joining the
 	// processes that share it, as if eBPF were not permitted.
 	NoShare bool
-	// ProgressInterval is how often the background goroutine checks
-	// whether the owner has stopped driving progress (default 2 ms). A
-	// negative value disables the background goroutine.
+	// ProgressInterval is how long the owner may leave the engine
+	// alone before the background goroutine runs Progress (default
+	// 2 ms). A negative value disables the background goroutine.
 	ProgressInterval time.Duration
 	// SocketBuffer is the socket send and receive buffer size in bytes
 	// (default 8 MiB; as root it is forced past the sysctl limits).
@@ -172,6 +172,13 @@ type Device struct {
 	pkt       roce.Packet
 	scratch   []byte
 
+	// The watchdog (see background): its timer, interval and the time
+	// Progress last pushed the timer back (ns since epoch); wd is nil
+	// without a watchdog.
+	wd      *watchdogTimer
+	wdIv    int64
+	wdArmed int64
+
 	closed bool
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -245,8 +252,17 @@ func Open(cfg Config) (*Device, error) {
 		iv = 2 * time.Millisecond
 	}
 	if iv > 0 {
+		d.wd, err = newWatchdogTimer()
+		if err != nil {
+			d.nl.close()
+			d.sock.close()
+			return nil, fmt.Errorf("verbs: open %s: watchdog: %w", name, err)
+		}
+		d.wdIv = int64(iv)
+		d.wdArmed = d.now()
+		d.wd.arm(iv)
 		d.wg.Add(1)
-		go d.background(iv)
+		go d.background()
 	}
 	return d, nil
 }
@@ -396,6 +412,10 @@ func (d *Device) Close() error {
 	var err error
 	if d.nl != nil {
 		err = multierr.Append(err, d.nl.close())
+	}
+	if d.wd != nil {
+		// Wakes the watchdog; Progress no longer arms it (closed).
+		err = multierr.Append(err, d.wd.Close())
 	}
 	d.wg.Wait()
 	d.mu.Lock()

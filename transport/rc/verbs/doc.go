@@ -63,10 +63,13 @@
 //
 // So that a peer is not stalled when the owner stops driving the engine
 // (a process busy elsewhere, a thread blocked in its own wait), a
-// background goroutine wakes every Config.ProgressInterval (2 ms) and
-// runs Progress itself, but only if nobody has run it during the last
-// interval and only if the engine mutex is free (TryLock): it never
-// competes with an owner that polls. A caller with its own event loop
+// background goroutine runs Progress itself once nobody has run it for
+// Config.ProgressInterval (2 ms), and again every interval while nobody
+// does, but only if the engine mutex is free (TryLock): it never
+// competes with an owner that polls. It sleeps on a timerfd in Go's
+// network poller whose expiry every Progress pushes back (at most every
+// half interval), so while the owner polls it never wakes, and neither
+// does an idle thread of the runtime on its behalf. A caller with its own event loop
 // uses Device.Fd (readable when packets wait) and Device.NextTimeout, or
 // Device.Wait.
 //

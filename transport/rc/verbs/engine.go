@@ -145,6 +145,7 @@ func (d *Device) progressLocked() {
 	}
 	now := d.now()
 	d.lastProg.Store(now)
+	d.armWatchdog(now)
 	d.promoteAcks()
 	for round := 0; round < maxRxRounds; round++ {
 		n := d.rx.recv(d.sock.fd)
@@ -289,23 +290,36 @@ func (d *Device) wait(ctx context.Context, extraFd int) error {
 // does not drive the engine), it runs Progress itself so that ACKs, READ
 // responses and retransmissions are not held up for the peer. It only
 // tries the engine mutex (TryLock), so it never delays an owner that is
-// progressing.
-func (d *Device) background(iv time.Duration) {
+// progressing. It sleeps on d.wd, whose expiry every Progress pushes back
+// (see armWatchdog): while the owner polls, it does not wake at all.
+func (d *Device) background() {
 	defer d.wg.Done()
-	t := time.NewTicker(iv)
-	defer t.Stop()
-	for {
+	iv := d.wdIv
+	for d.wd.wait() {
 		select {
 		case <-d.stop:
 			return
-		case <-t.C:
+		default:
 		}
-		if d.now()-d.lastProg.Load() < int64(iv) {
+		if idle := d.now() - d.lastProg.Load(); idle < iv {
+			d.wd.armSafe(time.Duration(iv - idle))
 			continue
 		}
 		if d.mu.TryLock() {
-			d.progressLocked()
+			d.progressLocked() // re-arms the timer
 			d.mu.Unlock()
+		} else {
+			d.wd.armSafe(time.Duration(iv))
 		}
+	}
+}
+
+// armWatchdog pushes the watchdog's expiry back to an interval from now,
+// at most every half interval: one timerfd_settime a millisecond (by
+// default) while the owner polls. The engine mutex is held.
+func (d *Device) armWatchdog(now int64) {
+	if d.wd != nil && now-d.wdArmed >= d.wdIv/2 {
+		d.wdArmed = now
+		d.wd.arm(time.Duration(d.wdIv))
 	}
 }
