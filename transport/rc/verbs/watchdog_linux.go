@@ -55,7 +55,7 @@ func (w *watchdogTimer) armSafe(d time.Duration) {
 
 func setTimerfd(fd int, d time.Duration) {
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(max(d, 1)))}
-	_ = unix.TimerfdSettime(fd, 0, &spec, nil)
+	_ = timerfdSettime(fd, &spec)
 }
 
 // wait blocks in the network poller until the timer expires (true) or
