@@ -164,6 +164,14 @@ func (w *Worker) newEP(a Address, p EPParams, named bool) (*Endpoint, error) {
 // and so is its status.
 func (w *Worker) setSourceTag(ep *Endpoint, tag uint64) {
 	w.m.SetSourceTag(match.Src(ep.id), tag)
+	w.forgetGoneErr()
+}
+
+// forgetGoneErr drops the statuses of the sources the matcher has
+// forgotten (lock held). The matcher keeps no purged source without a
+// rank and at most one per rank, so goneErr holds at most one entry per
+// rank besides the failed endpoints that were closed and not purged.
+func (w *Worker) forgetGoneErr() {
 	for s := range w.goneErr {
 		if !w.m.Gone(s) && !w.m.Failed(s) {
 			delete(w.goneErr, s)
@@ -474,9 +482,9 @@ func (w *Worker) closeEP(ep *Endpoint, force bool, status uct.Status) {
 	if ep.closed {
 		return
 	}
-	if ep.err != nil {
+	if s := match.Src(ep.id); ep.err != nil && w.cfg.SourceTagMask != 0 && w.m.Failed(s) {
 		// for receives that only this endpoint's peer could match
-		w.goneErr[match.Src(ep.id)] = ep.fail("tag_recv")
+		w.goneErr[s] = ep.fail("tag_recv")
 	}
 	if !force && ep.err == nil && ep.ridKnown && w.canPost() {
 		// best effort: tell the peer we are gone
@@ -643,10 +651,12 @@ func (w *Worker) onClose(_ any, data []byte, _ uct.AMFlags) {
 // failed), its unexpected messages and partial rendezvous transfers are
 // dropped; then tag matching restarts if no other failure is pending.
 // Receives posted later that can only match ep's peer (Config.SourceTagMask,
-// EPParams.SourceTag) complete at once with the same status, until an
-// endpoint is connected with the same SourceTag (a restarted peer at the
-// same rank): receives for that rank then wait for it. Wildcard receives
-// posted later stay posted.
+// EPParams.SourceTag) complete at once with the same status (that of the
+// last endpoint purged at that rank), until an endpoint is connected with
+// the same SourceTag (a restarted peer at the same rank): receives for
+// that rank then wait for it. Wildcard receives posted later stay posted.
+// The worker keeps one such status per rank, none without a source-tag
+// mask.
 func (w *Worker) Purge(ep *Endpoint) {
 	w.lock()
 	defer w.unlock()
@@ -655,8 +665,13 @@ func (w *Worker) Purge(ep *Endpoint) {
 		status = uct.ErrCanceled
 	}
 	w.closeEP(ep, true, uct.ErrCanceled)
-	onlyS, msgs, pairs := w.m.Purge(match.Src(ep.id))
-	w.goneErr[match.Src(ep.id)] = opErr("tag_recv", ep.name, status)
+	s := match.Src(ep.id)
+	onlyS, msgs, pairs := w.m.Purge(s)
+	if w.m.Gone(s) {
+		// the matcher keeps s for its rank, replacing older ones
+		w.goneErr[s] = opErr("tag_recv", ep.name, status)
+	}
+	w.forgetGoneErr()
 	for _, mr := range onlyS {
 		w.complete(mr.Data.(*Request), opErr("tag_recv", ep.name, status))
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -425,4 +426,61 @@ func (nd *node) rejoin(t *testing.T, r int, role string, env ...string) *Endpoin
 	}
 	nd.eps[r] = ep
 	return ep
+}
+
+// TestPurgeManyBounded: a worker that connects and purges many endpoints
+// keeps no status for them without a source-tag mask and one per rank
+// with one (the last purged endpoint's); a receive for a purged rank
+// posted later fails at once with the purged endpoint's status.
+func TestPurgeManyBounded(t *testing.T) {
+	const ranks, n = 3, 60
+	for _, mask := range []uint64{0, srcMask} {
+		t.Run(fmt.Sprintf("mask=%#x", mask), func(t *testing.T) {
+			ctx, err := NewContext(tlsConfig(t, Config{ErrorMode: ErrorModePeer, SourceTagMask: mask}, "shm"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ctx.Close()
+			a, err := ctx.NewWorker()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			b, err := ctx.NewWorker()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			for i := range n {
+				rank := 1 + i%ranks
+				ep, err := a.Connect(b.Address(), EPParams{SourceTag: mkTag(rank, 0)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				a.Purge(ep)
+				b.Progress()
+				want := 0
+				if mask != 0 {
+					want = min(i+1, ranks)
+				}
+				a.lock()
+				got := len(a.goneErr)
+				a.unlock()
+				if got != want {
+					t.Fatalf("after %d purges: %d saved statuses, want %d", i+1, got, want)
+				}
+			}
+			r := a.TagRecv(make([]byte, 8), mkTag(2, 7), ^uint64(0), nil)
+			if mask == 0 {
+				if r.Done() {
+					t.Fatalf("receive without a mask completed: %v", r.Err())
+				}
+				r.Cancel()
+				return
+			}
+			if !r.Done() || !errors.Is(r.Err(), uct.ErrCanceled) {
+				t.Fatalf("receive for rank 2: done %v err %v, want canceled", r.Done(), r.Err())
+			}
+		})
+	}
 }

@@ -135,7 +135,9 @@ type Worker struct {
 	chunkStalls       int // chunked transfers that met back-pressure (tests)
 	// goneErr is the status of the receives that only a purged endpoint,
 	// or a failed one that was closed, could match (by matcher source,
-	// i.e. endpoint id); entries go when the matcher forgets the source.
+	// i.e. endpoint id); entries go when the matcher forgets the source
+	// (forgetGoneErr). Without SourceTagMask no receive can only match
+	// one endpoint and goneErr stays empty.
 	goneErr map[match.Src]error
 	closed  bool
 }

@@ -45,7 +45,7 @@
 //
 // A failed source is failed until it is purged; a purged source is gone
 // (no message will come from it) until SetSourceTag or Fail is called for
-// it again. In Suspend mode (the default) a failure is also pending until
+// it again or the matcher forgets it (see Purge). In Suspend mode (the default) a failure is also pending until
 // it is acknowledged by Resume or by Purge of that source. Matching is
 // suspended while any failure is pending; in NeverSuspend mode no failure
 // is ever pending.
@@ -99,7 +99,12 @@
 // (returned in post order; the worker completes them with peer-failed).
 // If matching was suspended and no pending failure remains, matching
 // restarts exactly as in Resume and the pairs are returned. The source
-// tag of s is kept, so receives posted later for its rank are dead.
+// tag of s is kept, so receives posted later for its rank are dead; the
+// other gone sources of that rank are forgotten (one gone source per
+// rank, the last purged, is enough for that), so a matcher that purges
+// many sources holds at most one gone source per rank. A gone source
+// without a rank (SourceMask == 0, or its source tag unknown) can make no
+// receive dead: Purge forgets it at once, like a source never seen.
 //
 // # Rejoining
 //

@@ -55,15 +55,24 @@ func (m *Matcher) SetSourceTag(s Src, tag uint64) {
 	st.tag = tag & m.cfg.SourceMask
 	st.known = true
 	st.gone = false
-	if rs := m.ranks[st.tag]; rs != nil && m.cfg.SourceMask != 0 {
-		for _, d := range slices.Clone(rs.down) {
-			if ds := m.srcs[d]; d != s && ds.gone {
-				m.unrank(d, ds)
-				delete(m.srcs, d)
-			}
-		}
+	if m.cfg.SourceMask != 0 {
+		m.forgetGone(st.tag, s)
 	}
 	m.rank(s, st)
+}
+
+// forgetGone drops the state of every gone source of rank tag but keep.
+func (m *Matcher) forgetGone(tag uint64, keep Src) {
+	rs := m.ranks[tag]
+	if rs == nil {
+		return
+	}
+	for _, d := range slices.Clone(rs.down) {
+		if ds := m.srcs[d]; d != keep && ds.gone {
+			m.unrank(d, ds)
+			delete(m.srcs, d)
+		}
+	}
 }
 
 // unrank takes s out of the count of its rank (before its state changes).
@@ -138,7 +147,7 @@ func (m *Matcher) Failed(s Src) bool {
 }
 
 // Gone reports whether s has been purged and has not rejoined (by
-// SetSourceTag or Fail).
+// SetSourceTag or Fail) nor been forgotten (see Purge).
 func (m *Matcher) Gone(s Src) bool {
 	st := m.srcs[s]
 	return st != nil && st.gone
@@ -294,7 +303,11 @@ func (m *Matcher) rematch() []Pair {
 //   - msgs: the unexpected messages from s, removed, in arrival order; the
 //     worker frees them (and drops rendezvous state);
 //   - s is no longer failed but gone, and no posted receive is marked told
-//     of s; its source tag is kept;
+//     of s; its source tag is kept, and every other gone source with
+//     that source tag is forgotten (as by SetSourceTag): a rank keeps at
+//     most one gone source, the last purged. Without a SourceMask, or if
+//     the source tag of s is unknown, s is forgotten at once (no receive
+//     can be dead for it): Gone(s) is false and its source tag unknown;
 //   - onlyS: the posted receives that can only match s and are now dead
 //     (see CheckPosted: no live source shares the source tag of s and no
 //     unexpected message matches them), removed, in post order; the
@@ -326,7 +339,13 @@ func (m *Matcher) Purge(s Src) (onlyS []*Recv, msgs []*Msg, pairs []Pair) {
 		}
 	}
 	st.gone = true
-	m.rank(s, st)
+	if m.cfg.SourceMask == 0 || !st.known {
+		// s has no rank: no receive can be dead for it
+		delete(m.srcs, s)
+	} else {
+		m.rank(s, st)
+		m.forgetGone(st.tag, s)
+	}
 	for r := m.posted.head; r != nil; {
 		next := r.gnext
 		if i := slices.Index(r.told, s); i >= 0 {

@@ -671,3 +671,71 @@ func TestFailNeverSuspendSibling(t *testing.T) {
 		t.Fatalf("Fail(7) = %v, want [r]", got)
 	}
 }
+
+// size counts the sources and gone sources the matcher holds state for.
+func (m *Matcher) size() (srcs, down int) {
+	for _, rs := range m.ranks {
+		down += len(rs.down)
+	}
+	return len(m.srcs), down
+}
+
+// A matcher that fails and purges many sources holds no state for them
+// without a SourceMask (or without a source tag), and at most one gone
+// source per rank with one, the last purged: receives for the rank stay
+// dead and name it.
+func TestPurgeBounded(t *testing.T) {
+	const ranks, rounds, batch = 4, 200, 5
+	for _, mode := range []Mode{Suspend, NeverSuspend} {
+		for _, sm := range []uint64{0, tSrcMask} {
+			t.Run(mode.String()+"/"+map[bool]string{true: "mask", false: "nomask"}[sm != 0], func(t *testing.T) {
+				m := New(Config{Mode: mode, SourceMask: sm})
+				live := Src(1 << 20) // a source that stays, rank 0
+				m.SetSourceTag(live, tg(0, 0))
+				next := Src(1)
+				for round := range rounds {
+					rank := Src(1 + round%ranks)
+					// a batch of endpoints to the same rank, all failed
+					// and purged; one without a source tag
+					var b []Src
+					for range batch {
+						m.SetSourceTag(next, tg(rank, 0))
+						b = append(b, next)
+						next++
+					}
+					b = append(b, next)
+					next++
+					for _, s := range b {
+						m.Fail(s)
+					}
+					for _, s := range b {
+						m.Purge(s)
+					}
+					srcs, down := m.size()
+					want := 1 // live
+					if sm != 0 {
+						want += min(round+1, ranks)
+					}
+					if srcs != want || sm != 0 && down != want-1 || sm == 0 && down != 0 {
+						t.Fatalf("round %d: %d sources, %d gone, want %d, %d", round, srcs, down, want, want-1)
+					}
+					if sm == 0 {
+						continue
+					}
+					last := b[batch-1]
+					if !m.Gone(last) || m.Gone(b[0]) || m.Gone(b[batch]) {
+						t.Fatalf("round %d: gone %v %v %v, want true false false", round, m.Gone(last), m.Gone(b[0]), m.Gone(b[batch]))
+					}
+					r := rv("r", tg(rank, 1), exact)
+					m.PostRecv(r)
+					if n, s := m.CheckPosted(r); n != NoticePeerFailed || s != last {
+						t.Fatalf("round %d: CheckPosted = %v,%d want PeerFailed,%d", round, n, s, last)
+					}
+				}
+				if m.Suspended() {
+					t.Fatal("suspended after every failed source was purged")
+				}
+			})
+		}
+	}
+}

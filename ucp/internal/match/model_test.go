@@ -276,6 +276,19 @@ func (f *ref) purge(s Src) (only []int, msgs []int, pairs [][2]int) {
 	delete(f.failed, s)
 	delete(f.pending, s)
 	f.gone[s] = true
+	if t, known := f.tags[s]; f.cfg.SourceMask == 0 || !known {
+		// no rank: forgotten
+		delete(f.gone, s)
+		delete(f.tags, s)
+	} else {
+		// one gone source per rank, the last purged
+		for d := range f.gone {
+			if dt, ok := f.tags[d]; d != s && ok && dt == t {
+				delete(f.gone, d)
+				delete(f.tags, d)
+			}
+		}
+	}
 	for _, r := range slices.Clone(f.posted) {
 		delete(r.told, s)
 		if _, dead := f.dead(r); dead && f.only(r, s) {
