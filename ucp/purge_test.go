@@ -95,10 +95,14 @@ func TestPurgeFailedSender(t *testing.T) {
 		}{{"resume", false}, {"purge", false}, {"purge", true}} {
 			resolve := x.resolve
 			t.Run(fmt.Sprintf("%s/%s/safe=%v", tls, resolve, x.safe), func(t *testing.T) {
-				const ival = 100 * time.Millisecond
+				// We beat every 100 ms, rank 1 every 500 ms, so that we
+				// give it 1.5 s (three of its intervals) before judging
+				// it silent: on a loaded machine a healthy rank 1 (the
+				// new endpoint after Purge) can miss 300 ms.
+				const ival, peerIval = 100 * time.Millisecond, 500 * time.Millisecond
 				c := errCase{cfg: Config{ErrorMode: ErrorModePeer, KeepaliveInterval: ival, DetectSilentPeers: true, ThreadSafe: x.safe}}
 				nd := world(t, 2, "zombie", tlsConfig(t, c.cfg, tls), append(c.env(tls),
-					rankEnvPrefix+"1="+EnvKeepalive+"="+ival.String()+";"+EnvRndvThresh+"=1m")...)
+					rankEnvPrefix+"1="+EnvKeepalive+"="+peerIval.String()+";"+EnvRndvThresh+"=1m")...)
 				testPurgeFailedSender(t, nd, resolve)
 			})
 		}
