@@ -69,7 +69,10 @@ func (o *rigOpts) defaults() {
 		o.mtu = MTU1024
 	}
 	if o.timeout == 0 {
-		o.timeout = 12 // 16.8 ms
+		// 67 ms: eight of them (retry 7) outlast the stalls of a loaded
+		// machine under -race, where 16.8 ms once let a READ exhaust its
+		// retries. Tests of retry exhaustion set their own.
+		o.timeout = 14
 	}
 	if o.retry == 0 {
 		o.retry = 7
