@@ -79,44 +79,8 @@ func BenchmarkAMLatency(b *testing.B) {
 func BenchmarkPutBandwidth(b *testing.B) {
 	p := startPeerRole(b, 5*time.Second, "pinned")
 	defer pinSelf()()
-	const size = 1 << 20
-	src := pattern(size, 1)
-	iov := [][]byte{src}
-	inflight := 0
-	comp := uct.Completion{Func: func(c *uct.Completion) {
-		if c.Status != nil {
-			b.Error(c.Status)
-		}
-		inflight--
-		c.Count = 1
-	}, Count: 1}
-	comps := make([]uct.Completion, 16)
-	for i := range comps {
-		comps[i] = comp
-	}
-	b.SetBytes(size)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for inflight == len(comps) {
-			p.it.Progress()
-		}
-		for {
-			c := &comps[i%len(comps)]
-			err := p.ep.PutZcopy(iov, p.memAddr, p.rkey, c)
-			if err == uct.ErrInProgress {
-				inflight++
-				break
-			}
-			if err != uct.ErrNoResource {
-				b.Fatal(err)
-			}
-			p.it.Progress()
-		}
-	}
-	for inflight > 0 {
-		p.it.Progress()
-	}
-	b.StopTimer()
+	iov := [][]byte{pattern(mib, 1)}
+	window(b, p, func(c *uct.Completion) error { return p.ep.PutZcopy(iov, p.memAddr, p.rkey, c) })
 	p.quit()
 }
 
@@ -126,9 +90,20 @@ func BenchmarkPutBandwidth(b *testing.B) {
 func BenchmarkGetBandwidth(b *testing.B) {
 	p := startPeerRole(b, 5*time.Second, "pinned")
 	defer pinSelf()()
-	const size = 1 << 20
-	dst := make([]byte, size)
-	iov := [][]byte{dst}
+	iov := [][]byte{make([]byte, mib)}
+	before := p.md.dev.Counters()
+	window(b, p, func(c *uct.Completion) error { return p.ep.GetZcopy(iov, p.memAddr, p.rkey, c) })
+	c := p.md.dev.Counters()
+	b.ReportMetric(float64(c.ReadRetries-before.ReadRetries)/float64(b.N), "rereads/op")
+	b.ReportMetric(float64(c.Timeouts-before.Timeouts)/float64(b.N), "timeouts/op")
+	p.quit()
+}
+
+const mib = 1 << 20
+
+// window times b.N operations of 1 MiB each, posted by post with up to 16
+// in flight, retrying on uct.ErrNoResource after a Progress.
+func window(b *testing.B, p *peer, post func(*uct.Completion) error) {
 	inflight := 0
 	comp := uct.Completion{Func: func(c *uct.Completion) {
 		if c.Status != nil {
@@ -141,16 +116,14 @@ func BenchmarkGetBandwidth(b *testing.B) {
 	for i := range comps {
 		comps[i] = comp
 	}
-	before := p.md.dev.Counters()
-	b.SetBytes(size)
+	b.SetBytes(mib)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for inflight == len(comps) {
 			p.it.Progress()
 		}
 		for {
-			c := &comps[i%len(comps)]
-			err := p.ep.GetZcopy(iov, p.memAddr, p.rkey, c)
+			err := post(&comps[i%len(comps)])
 			if err == uct.ErrInProgress {
 				inflight++
 				break
@@ -165,10 +138,6 @@ func BenchmarkGetBandwidth(b *testing.B) {
 		p.it.Progress()
 	}
 	b.StopTimer()
-	c := p.md.dev.Counters()
-	b.ReportMetric(float64(c.ReadRetries-before.ReadRetries)/float64(b.N), "rereads/op")
-	b.ReportMetric(float64(c.Timeouts-before.Timeouts)/float64(b.N), "timeouts/op")
-	p.quit()
 }
 
 // BenchmarkLoopback runs the uct standard benchmarks between two devices
