@@ -162,31 +162,55 @@ func TestNetnsFallbackPort(t *testing.T) {
 	p.quit()
 }
 
-// TestNetnsDrop loses 5 % of the RoCE packets in both directions: every AM
-// arrives once, intact and in order, and RMA moves the right bytes.
-func TestNetnsDrop(t *testing.T) {
-	p := startPeer(t, 10*time.Second)
-	var faults []*fault.Fault
+// drops are the eBPF faults of dropBoth.
+type drops []*fault.Fault
+
+// dropBoth attaches an eBPF fault that loses fraction of the RoCE packets
+// leaving either end of p's veth pair.
+func dropBoth(t *testing.T, p *peer, fraction float64) drops {
+	t.Helper()
+	var fs drops
 	for _, ns := range []struct {
 		do   func(func() error) error
 		link string
 	}{{p.pair.A.Do, p.pair.A.Link()}, {p.pair.B.Do, p.pair.B.Link()}} {
 		err := ns.do(func() error {
-			f, err := fault.Drop(ns.link, fault.Config{Fraction: 0.05, OnlyUDPPort: fault.RoCEv2Port})
+			f, err := fault.Drop(ns.link, fault.Config{Fraction: fraction, OnlyUDPPort: fault.RoCEv2Port})
 			if err == nil {
-				faults = append(faults, f)
+				fs = append(fs, f)
 			}
 			return err
 		})
 		if err != nil {
+			fs.Close()
 			t.Fatalf("attach drop fault: %v", err)
 		}
 	}
-	defer func() {
-		for _, f := range faults {
-			f.Close()
-		}
-	}()
+	return fs
+}
+
+// Counters sums the faults' packets seen and dropped.
+func (fs drops) Counters() (seen, dropped uint64) {
+	for _, f := range fs {
+		s, d := f.Counters()
+		seen, dropped = seen+s, dropped+d
+	}
+	return seen, dropped
+}
+
+// Close detaches the faults.
+func (fs drops) Close() {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+// TestNetnsDrop loses 5 % of the RoCE packets in both directions: every AM
+// arrives once, intact and in order, and RMA moves the right bytes.
+func TestNetnsDrop(t *testing.T) {
+	p := startPeer(t, 10*time.Second)
+	faults := dropBoth(t, p, 0.05)
+	defer faults.Close()
 	const msgs = 500
 	for i := 0; i < msgs; i++ {
 		m := pattern(2+i%3000, byte(i))
@@ -208,11 +232,7 @@ func TestNetnsDrop(t *testing.T) {
 	p.putGetCheck("PutZcopy", []int{4096, 1 << 20, 4 << 20}, func(src []byte, raddr uint64, c *uct.Completion) error {
 		return p.ep.PutZcopy([][]byte{src}, raddr, p.rkey, c)
 	})
-	var seen, dropped uint64
-	for _, f := range faults {
-		s, d := f.Counters()
-		seen, dropped = seen+s, dropped+d
-	}
+	seen, dropped := faults.Counters()
 	t.Logf("%d of %d RoCE packets dropped; device counters %+v", dropped, seen, p.md.dev.Counters())
 	if dropped == 0 {
 		t.Errorf("the fault dropped nothing of %d packets", seen)
@@ -493,27 +513,8 @@ func TestNetnsDropRead(t *testing.T) {
 	src := pattern(reads*n, 7)
 	p.must("PutZcopy", func(c *uct.Completion) error { return p.ep.PutZcopy([][]byte{src}, p.memAddr, p.rkey, c) })
 	p.flush()
-	var faults []*fault.Fault
-	for _, ns := range []struct {
-		do   func(func() error) error
-		link string
-	}{{p.pair.A.Do, p.pair.A.Link()}, {p.pair.B.Do, p.pair.B.Link()}} {
-		err := ns.do(func() error {
-			f, err := fault.Drop(ns.link, fault.Config{Fraction: 0.05, OnlyUDPPort: fault.RoCEv2Port})
-			if err == nil {
-				faults = append(faults, f)
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatalf("attach drop fault: %v", err)
-		}
-	}
-	defer func() {
-		for _, f := range faults {
-			f.Close()
-		}
-	}()
+	faults := dropBoth(t, p, 0.05)
+	defer faults.Close()
 	before := p.md.dev.Counters()
 	for round := 0; round < rounds; round++ {
 		dst := make([]byte, reads*n)
@@ -542,11 +543,7 @@ func TestNetnsDropRead(t *testing.T) {
 			t.Fatalf("round %d: read back differs", round)
 		}
 	}
-	var seen, dropped uint64
-	for _, f := range faults {
-		s, d := f.Counters()
-		seen, dropped = seen+s, dropped+d
-	}
+	seen, dropped := faults.Counters()
 	c := p.md.dev.Counters()
 	retries := c.ReadRetries - before.ReadRetries
 	t.Logf("%d of %d RoCE packets dropped; %d READ re-requests; device counters %+v", dropped, seen, retries, c)
