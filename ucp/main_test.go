@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -162,69 +163,22 @@ func worldIn(t testing.TB, star *netns.Star, n int, role string, cfg Config, env
 		return star.NS[r].Do(fn)
 	}
 	nd := &node{t: t, n: n, procs: make([]*exec.Cmd, n), errs: make(chan epErr, 16), star: star}
-	err := in(0, func() error {
-		ctx, err := newContext(cfg, func(string) string { return "" })
-		if err != nil {
-			return err
-		}
-		w, err := ctx.NewWorker()
-		if err != nil {
-			ctx.Close()
-			return err
-		}
-		nd.ctx, nd.w = ctx, w
-		return nil
-	})
-	if err != nil {
+	if err := in(0, func() error { return nd.open(cfg) }); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		nd.w.Close()
-		nd.ctx.Close()
-	})
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	addrs := []string{hex.EncodeToString(nd.w.Address())}
-	var stdins []*os.File
+	var stdins []io.Writer
 	var outs []*bufio.Reader
 	for r := 1; r < n; r++ {
 		cmd := exec.Command(self, "-test.run=^$")
 		if star != nil {
 			cmd = star.NS[r].Command(self, "-test.run=^$")
 		}
-		cmd.Env = append(os.Environ(), roleEnv+"="+role, rankEnv+"="+strconv.Itoa(r), sizeEnv+"="+strconv.Itoa(n))
-		if os.Getenv("GORACE") == "" {
-			// a race-enabled child would sleep 1 s at exit
-			cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
-		}
-		cmd.Env = append(cmd.Env, env...)
-		cmd.Stderr = os.Stderr
-		inR, inW, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stdin = inR
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		inR.Close()
-		t.Cleanup(func() {
-			inW.Close()
-			cmd.Process.Kill()
-			cmd.Wait()
-		})
-		nd.procs[r] = cmd
-		br := bufio.NewReader(out)
-		var a string
-		if _, err := fmt.Fscan(br, &a); err != nil {
-			t.Fatalf("reading rank %d address: %v", r, err)
-		}
+		inW, br, a := nd.startChild(cmd, role, r, env)
 		addrs = append(addrs, a)
 		stdins = append(stdins, inW)
 		outs = append(outs, br)
@@ -247,6 +201,67 @@ func worldIn(t testing.TB, star *netns.Star, n int, role string, cfg Config, env
 		}
 	}
 	return nd
+}
+
+// open makes nd's context and worker from cfg (rank 0 of a world) and
+// closes them at cleanup.
+func (nd *node) open(cfg Config) error {
+	ctx, err := newContext(cfg, func(string) string { return "" })
+	if err != nil {
+		return err
+	}
+	w, err := ctx.NewWorker()
+	if err != nil {
+		ctx.Close()
+		return err
+	}
+	nd.ctx, nd.w = ctx, w
+	nd.t.Cleanup(func() {
+		nd.w.Close()
+		nd.ctx.Close()
+	})
+	return nil
+}
+
+// startChild starts cmd, this test binary (maybe inside a namespace), as
+// rank r of nd's world running role with env added, makes it nd.procs[r],
+// kills it at cleanup, and returns its stdin, its stdout and the worker
+// address it printed first.
+func (nd *node) startChild(cmd *exec.Cmd, role string, r int, env []string) (io.WriteCloser, *bufio.Reader, string) {
+	t := nd.t
+	t.Helper()
+	cmd.Env = append(os.Environ(), roleEnv+"="+role, rankEnv+"="+strconv.Itoa(r), sizeEnv+"="+strconv.Itoa(nd.n))
+	if os.Getenv("GORACE") == "" {
+		// a race-enabled child would sleep 1 s at exit
+		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
+	}
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stderr = os.Stderr
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdin = inR
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inR.Close()
+	t.Cleanup(func() {
+		inW.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	nd.procs[r] = cmd
+	br := bufio.NewReader(out)
+	var a string
+	if _, err := fmt.Fscan(br, &a); err != nil {
+		t.Fatalf("reading rank %d address: %v", r, err)
+	}
+	return inW, br, a
 }
 
 // wait waits for r in a child or the parent.

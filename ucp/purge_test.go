@@ -1,7 +1,6 @@
 package ucp
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/hex"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -380,35 +378,7 @@ func (nd *node) rejoin(t *testing.T, r int, role string, env ...string) *Endpoin
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), roleEnv+"="+role, rankEnv+"="+strconv.Itoa(r), sizeEnv+"=2")
-	if os.Getenv("GORACE") == "" {
-		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
-	}
-	cmd.Env = append(cmd.Env, env...)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		in.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	nd.procs[r] = cmd
-	br := bufio.NewReader(out)
-	var a string
-	if _, err := fmt.Fscan(br, &a); err != nil {
-		t.Fatalf("reading the address of the new rank %d: %v", r, err)
-	}
+	in, br, a := nd.startChild(exec.Command(self, "-test.run=^$"), role, r, env)
 	addrs := []string{hex.EncodeToString(nd.w.Address()), a}
 	fmt.Fprintln(in, strings.Join(addrs, " "))
 	b, err := hex.DecodeString(a)

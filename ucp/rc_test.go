@@ -1,7 +1,6 @@
 package ucp
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
 	"fmt"
@@ -51,57 +50,14 @@ func netnsWorld(t testing.TB, role string, cfg Config, env ...string) *node {
 	nd := &node{t: t, n: 2, procs: make([]*exec.Cmd, 2), errs: make(chan epErr, 16)}
 	// The rc device's socket and the connection manager's listener are
 	// made inside A, so they live there.
-	err = pair.A.Do(func() error {
-		ctx, err := newContext(cfg, func(string) string { return "" })
-		if err != nil {
-			return err
-		}
-		w, err := ctx.NewWorker()
-		if err != nil {
-			ctx.Close()
-			return err
-		}
-		nd.ctx, nd.w = ctx, w
-		return nil
-	})
-	if err != nil {
+	if err := pair.A.Do(func() error { return nd.open(cfg) }); err != nil {
 		t.Fatalf("worker in %s: %v", pair.A.Name(), err)
 	}
-	t.Cleanup(func() {
-		nd.w.Close()
-		nd.ctx.Close()
-	})
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := pair.B.Command(self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), roleEnv+"="+role, rankEnv+"=1", sizeEnv+"=2", EnvTLS+"=rc")
-	cmd.Env = append(cmd.Env, env...)
-	cmd.Stderr = os.Stderr
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdin = inR
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	inR.Close()
-	t.Cleanup(func() {
-		inW.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	nd.procs[1] = cmd
-	var a string
-	if _, err := fmt.Fscan(bufio.NewReader(out), &a); err != nil {
-		t.Fatalf("reading the child's address: %v", err)
-	}
+	inW, _, a := nd.startChild(pair.B.Command(self, "-test.run=^$"), role, 1, append([]string{EnvTLS + "=rc"}, env...))
 	addrs := []string{hex.EncodeToString(nd.w.Address()), a}
 	fmt.Fprintln(inW, strings.Join(addrs, " "))
 	// Connect (the rc connection manager dials) from inside A, before the
