@@ -66,7 +66,12 @@
 // buffer. Larger messages below the rendezvous threshold (RndvThresh, by
 // default one fragment) go eager in fragments, reassembled on arrival
 // (partial messages are keyed by sender and message id, and dropped when
-// the sender's endpoint fails or is purged); larger ones, when the
+// the sender's endpoint fails or is purged; their memory grows as
+// fragments arrive, bounded per peer and per worker by
+// Config.AMReassemblyPeerMax and AMReassemblyMax: a message that would
+// exceed a limit fails alone, counted in WorkerStats.AMReassemblyDrops
+// and reported to the worker's drop handler, SetDropHandler); larger
+// ones, when the
 // endpoint has a get lane, by rendezvous: an RTS with the user header,
 // the sender's registered buffer and packed key. The handler of a
 // rendezvous message gets AMMessage.Rndv set and Data nil; it receives

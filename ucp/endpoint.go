@@ -80,6 +80,8 @@ type Endpoint struct {
 	kaMissed int    // rounds without one
 	kaPeer   uint32 // the peer's keepalive interval in ms; 0: not armed
 
+	asmBytes int // reassembly memory held for this peer (reassembly.go)
+
 	scratch [128]byte
 }
 

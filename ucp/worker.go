@@ -93,6 +93,7 @@ type Worker struct {
 	amFrags *match.Queue // active messages being assembled, by (source, id)
 	amBufs  [][]byte     // assembly buffers no handler kept
 	amMsg   *AMMessage   // given to eager handlers (eagerMsg)
+	drops   dropState    // reassembly accounting, drop handler (drops.go)
 
 	regs *regCache // rendezvous registrations
 
