@@ -22,7 +22,12 @@
 // carrying our address and our endpoint id; the peer answers with its id, creating an endpoint back to
 // us if it has none. Operations started before the answer are queued.
 // Every later message carries the receiver's endpoint id, so the receiver
-// finds the sender with one slice index.
+// finds the sender with one slice index. The id is not trusted alone: an
+// endpoint is bound to the connection its peer's wireup arrived on (the
+// transport's AM source: the receiving rc QP, the sending shm iface), and
+// a message naming it from any other connection, a close included, is
+// dropped, counted in WorkerStats.LaneMismatch and reported to the drop
+// handler (SetDropHandler).
 //
 // # Operations
 //

@@ -40,7 +40,10 @@ type DropEvent struct {
 // dropState is the worker's reassembly accounting and drop handler.
 type dropState struct {
 	asmBytes int // assembly memory held, all peers (reassembly.go)
-	handler  atomic.Pointer[func(DropEvent)]
+	// pending are events queued inside a handler, reported when it
+	// returns (lanebind.go).
+	pending []DropEvent
+	handler atomic.Pointer[func(DropEvent)]
 }
 
 // SetDropHandler installs h, which is told of every message the worker

@@ -80,7 +80,8 @@ type Endpoint struct {
 	kaMissed int    // rounds without one
 	kaPeer   uint32 // the peer's keepalive interval in ms; 0: not armed
 
-	asmBytes int // reassembly memory held for this peer (reassembly.go)
+	asmBytes int     // reassembly memory held for this peer (reassembly.go)
+	rx       laneSrc // where the peer's messages arrive (lanebind.go)
 
 	scratch [128]byte
 }
@@ -275,7 +276,7 @@ func (w *Worker) onWireup(arg any, data []byte, _ uct.AMFlags) {
 			return
 		}
 	}
-	if ep.err != nil {
+	if ep.err != nil || !w.bindLane(ep) {
 		return
 	}
 	ep.rid, ep.ridKnown = m.src, true

@@ -94,6 +94,7 @@ type Worker struct {
 	amBufs  [][]byte     // assembly buffers no handler kept
 	amMsg   *AMMessage   // given to eager handlers (eagerMsg)
 	drops   dropState    // reassembly accounting, drop handler (drops.go)
+	rx      rxInfo       // source of the wireup being handled (lanebind.go)
 
 	regs *regCache // rendezvous registrations
 
@@ -182,21 +183,6 @@ func (c *Context) NewWorker() (*Worker, error) {
 		go w.keepaliveTimer(c.cfg.KeepaliveInterval)
 	}
 	return w, nil
-}
-
-func (w *Worker) setHandlers(wi *wiface) {
-	it := wi.it
-	it.SetAMHandler(amWireup, w.onWireup, wi)
-	it.SetAMHandler(amEager, w.onEager, nil)
-	it.SetAMHandler(amRTS, w.onRTS, nil)
-	it.SetAMHandler(amATS, w.onATS, nil)
-	it.SetAMHandler(amRTR, w.onRTR, nil)
-	it.SetAMHandler(amATP, w.onATP, nil)
-	it.SetAMHandler(amUser, w.onUser, nil)
-	it.SetAMHandler(amKeepalive, w.onKeepalive, nil)
-	it.SetAMHandler(amClose, w.onClose, nil)
-	it.SetAMHandler(amUserFrag, w.onUserFrag, nil)
-	it.SetAMHandler(amUserRTS, w.onUserRTS, nil)
 }
 
 // Transport access of the goroutine holding a thread-safe worker's

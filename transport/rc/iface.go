@@ -69,6 +69,7 @@ type Iface struct {
 
 	am [uct.MaxAMID + 1]struct {
 		h   uct.AMHandler
+		hs  uct.AMSourceHandler // amsource.go
 		arg any
 	}
 
@@ -226,7 +227,7 @@ func (it *Iface) SetAMHandler(id uint8, h uct.AMHandler, arg any) error {
 	if id > uct.MaxAMID {
 		return fmt.Errorf("rc: AM id %d > %d: %w", id, uct.MaxAMID, uct.ErrInvalidParam)
 	}
-	it.am[id].h, it.am[id].arg = h, arg
+	it.am[id].h, it.am[id].hs, it.am[id].arg = h, nil, arg
 	return nil
 }
 
@@ -505,8 +506,10 @@ func (it *Iface) recvDone(wc *verbs.WC) {
 		return
 	}
 	id := immAMID(wc.Imm)
-	if h := it.am[id].h; h != nil {
-		h(it.am[id].arg, it.rxBuf[idx*segSize:idx*segSize+int(wc.ByteLen)], 0)
+	if e := &it.am[id]; e.hs != nil {
+		e.hs(e.arg, it.rxBuf[idx*segSize:idx*segSize+int(wc.ByteLen)], 0, uct.AMSource(wc.QPNum))
+	} else if e.h != nil {
+		e.h(e.arg, it.rxBuf[idx*segSize:idx*segSize+int(wc.ByteLen)], 0)
 	}
 	it.postRecv(idx)
 	it.mu.Lock()

@@ -74,7 +74,8 @@ const (
 	hdrClosed    = 136 // owner closed the iface
 	hdrSize      = 4096
 	cellSize     = 128
-	cellHdr      = 16
+	cellHdr      = 24
+	cellSrc      = 16 // the sender iface's AM source (pid<<32 | segment fd)
 	inlineMax    = cellSize - cellHdr
 	defaultCells = 256
 	bufSize      = 8192

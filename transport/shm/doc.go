@@ -11,7 +11,9 @@
 // word; the receiver polls the head cell in Progress and hands the cell it
 // delivered last back to the senders when it delivers the next one or on
 // its next call (so that freeing it does not delay what the AM handler
-// started).
+// started). Each cell carries its sender's iface (pid and segment fd),
+// which Progress hands to handlers installed with SetAMSourceHandler as
+// the message's uct.AMSource.
 //
 // RMA: memory from MD.Alloc is a memfd per allocation that peers map on
 // first use (cached in the unpacked remote key), so put/get are plain copies

@@ -45,6 +45,7 @@ func (*Component) Devices() ([]uct.DeviceInfo, error) {
 
 type amEntry struct {
 	h   uct.AMHandler
+	hs  uct.AMSourceHandler
 	arg any
 }
 
@@ -82,6 +83,8 @@ type Iface struct {
 	unmapped bool
 	// me is our pid as senders record it in the cells they claim.
 	me uint32
+	// src is our AM source as we write it into the cells we send.
+	src uint64
 	// idle counts empty polls; stuckHead/stuckSince track a head cell
 	// claimed by a writer that has not published it.
 	idle       uint32
@@ -119,6 +122,7 @@ func (m *MD) OpenIface(p uct.IfaceParams) (uct.Iface, error) {
 	encodeHeader(seg, segHeader{PID: m.pid, Cells: cells, StartTime: m.start, Cookie: cookie, CellSize: cellSize, BufSize: bufSize,
 		KeyFD: keyFD, KeyCookie: m.cookie})
 	it := &Iface{md: m, fd: fd, keyFD: keyFD, seg: seg, cookie: cookie, eps: map[*Endpoint]struct{}{}, me: uint32(m.pid)}
+	it.src = uint64(m.pid)<<32 | uint64(fd)
 	it.rx = newRing(seg, cells)
 	it.rx.initCells()
 	it.addr = Address{PID: m.pid, FD: fd, StartTime: m.start, Cookie: cookie}.pack()
@@ -148,7 +152,7 @@ func (it *Iface) SetAMHandler(id uint8, h uct.AMHandler, arg any) error {
 	if id > uct.MaxAMID {
 		return fmt.Errorf("shm: AM id %d: %w", id, uct.ErrInvalidParam)
 	}
-	it.handler[id] = amEntry{h, arg}
+	it.handler[id] = amEntry{h: h, arg: arg}
 	return nil
 }
 
@@ -170,7 +174,9 @@ func (it *Iface) Progress() int {
 		} else {
 			data = it.rx.buf(it.head)[:ln]
 		}
-		if e := it.handler[id]; e.h != nil {
+		if e := it.handler[id]; e.hs != nil {
+			e.hs(e.arg, data, 0, uct.AMSource(*u64at(c, cellSrc)))
+		} else if e.h != nil {
 			e.h(e.arg, data, 0)
 		}
 		it.head++
@@ -625,6 +631,7 @@ func (ep *Endpoint) send(op string, id uint8, parts ...[]byte) (int, error) {
 	}
 	*u32at(c, 8) = uint32(n)
 	c[12] = id
+	*u64at(c, cellSrc) = ep.it.src
 	ep.tx.publish(t)
 	return n, nil
 }
@@ -649,6 +656,7 @@ func (ep *Endpoint) AMShort(id uint8, header uint64, payload []byte) error {
 	copy(c[cellHdr+8:], payload)
 	*u32at(c, 8) = uint32(8 + len(payload))
 	c[12] = id
+	*u64at(c, cellSrc) = ep.it.src
 	ep.tx.publish(t)
 	return nil
 }
