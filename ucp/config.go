@@ -101,6 +101,11 @@ type Config struct {
 	AMReassemblyMax     int
 	AMReassemblyPeerMax int
 
+	// RcacheMax bounds the bytes of unused rendezvous registrations a
+	// worker keeps cached (each keeps its buffer alive); 0 picks 64 MiB.
+	// An endpoint's entries are released when it is closed or purged.
+	RcacheMax int
+
 	// chunkMax, when positive, bounds the chunks of RMA and rendezvous
 	// transfers below the lane's zcopy limits: a test hook, so that a
 	// transfer of a few MiB is chunked (and meets back-pressure) as one
@@ -177,6 +182,8 @@ const (
 	// Config.AMReassemblyMax and AMReassemblyPeerMax.
 	EnvAMReassemblyMax     = "UCGO_AM_REASSEMBLY_MAX"
 	EnvAMReassemblyPeerMax = "UCGO_AM_REASSEMBLY_PEER_MAX"
+	// EnvRcacheMax sets Config.RcacheMax.
+	EnvRcacheMax = "UCGO_RCACHE_MAX"
 )
 
 // applyEnv overrides cfg from the environment (getenv is os.Getenv in
@@ -216,7 +223,8 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 		k string
 		p *int
 	}{{EnvShortThresh, &cfg.ShortThresh}, {EnvZcopyThresh, &cfg.ZcopyThresh}, {EnvRndvThresh, &cfg.RndvThresh},
-		{EnvAMReassemblyMax, &cfg.AMReassemblyMax}, {EnvAMReassemblyPeerMax, &cfg.AMReassemblyPeerMax}} {
+		{EnvAMReassemblyMax, &cfg.AMReassemblyMax}, {EnvAMReassemblyPeerMax, &cfg.AMReassemblyPeerMax},
+		{EnvRcacheMax, &cfg.RcacheMax}} {
 		if v := getenv(kv.k); v != "" {
 			n, err := parseSize(v)
 			if err != nil {

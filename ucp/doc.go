@@ -53,7 +53,10 @@
 // sender PUTs and answers ATP. The data moves once, from the user's
 // buffer into the user's buffer; the registrations of rendezvous buffers
 // and the peer's unpacked keys are cached (bounded, least recently used
-// evicted; a cached registration keeps its buffer referenced), so a buffer
+// evicted; a cached registration keeps its buffer referenced, so the
+// registrations are bounded by bytes, Config.RcacheMax, and those of an
+// endpoint no other endpoint used are released when it is closed or
+// purged), so a buffer
 // sent again costs no registration. Rendezvous data, Put and Get move in
 // chunks of the RMA lane's zcopy limit; a chunk the lane refuses for lack
 // of resources does not fail its request: the rest of the transfer waits

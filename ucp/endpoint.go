@@ -511,6 +511,7 @@ func (w *Worker) closeEP(ep *Endpoint, force bool, status uct.Status) {
 		}
 	}
 	w.closeLanes(ep)
+	w.regs.releaseEP(ep)
 	w.eps[ep.id] = nil
 	if w.byUUID[ep.uuid] == ep {
 		delete(w.byUUID, ep.uuid)

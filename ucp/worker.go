@@ -149,7 +149,7 @@ func (c *Context) NewWorker() (*Worker, error) {
 	var rb [8]byte
 	rand.Read(rb[:])
 	w := &Worker{ctx: c, cfg: c.cfg, uuid: binary.LittleEndian.Uint64(rb[:]) | 1, byUUID: map[uint64]*Endpoint{},
-		am: map[uint16]AMHandler{}, safe: c.cfg.ThreadSafe, eps: []*Endpoint{nil}, regs: newRegCache(),
+		am: map[uint16]AMHandler{}, safe: c.cfg.ThreadSafe, eps: []*Endpoint{nil}, regs: newRegCache(c.cfg.RcacheMax),
 		amFrags: match.NewQueue(), goneErr: map[match.Src]error{}}
 	mm := match.Suspend
 	if c.cfg.MatchingMode == MatchingNeverSuspend {
