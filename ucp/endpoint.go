@@ -267,6 +267,7 @@ func (w *Worker) onWireup(arg any, data []byte, _ uct.AMFlags) {
 		return
 	}
 	ep := w.byUUID[a.UUID]
+	created := false
 	if ep == nil {
 		if m.kind != wireupReq {
 			return
@@ -275,8 +276,12 @@ func (w *Worker) onWireup(arg any, data []byte, _ uct.AMFlags) {
 			slog.Warn("ucp: cannot connect back to peer", "err", err)
 			return
 		}
+		created = true
 	}
-	if ep.err != nil || !w.bindLane(ep) {
+	if ep.err != nil || !w.bindLane(ep, m.src) {
+		if created {
+			w.closeEP(ep, true, uct.ErrCanceled)
+		}
 		return
 	}
 	ep.rid, ep.ridKnown = m.src, true

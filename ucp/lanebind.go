@@ -104,21 +104,40 @@ func (w *Worker) laneOK(wi *wiface, id uint8, src uct.AMSource, data []byte) boo
 	return false
 }
 
-// bindLane binds ep to the source of the wireup being handled, or checks
-// it against the bound one (lock held).
-func (w *Worker) bindLane(ep *Endpoint) bool {
+// bindLane binds ep to the source of the wireup being handled, in which
+// the peer names its endpoint rid, or checks both against the bound ones
+// (lock held). The peer's endpoint id never changes once known. Where
+// ep's lane on the wireup's iface knows the source its peer iface sends
+// from (uct.AMSourceEndpoint), the wireup must come from there: so a
+// wireup that carries another worker's iface addresses, which made this
+// worker connect back to that worker, binds nothing and the new endpoint
+// is closed.
+func (w *Worker) bindLane(ep *Endpoint, rid uint32) bool {
+	if ep.ridKnown && ep.rid != rid {
+		w.laneMismatch(ep, fmt.Errorf("wireup for %s names peer endpoint %d, known as %d", ep.name, rid, ep.rid))
+		return false
+	}
 	if !w.rx.ok {
 		return true // the iface does not report sources
 	}
-	if !ep.rx.bound {
-		ep.rx = laneSrc{wi: w.rx.wi, src: w.rx.src, bound: true}
-		return true
+	if ep.rx.bound {
+		if ep.rx.wi == w.rx.wi && ep.rx.src == w.rx.src {
+			return true
+		}
+		w.laneMismatch(ep, fmt.Errorf("wireup for %s arrived from source %#x, bound to %#x", ep.name, uint64(w.rx.src), uint64(ep.rx.src)))
+		return false
 	}
-	if ep.rx.wi == w.rx.wi && ep.rx.src == w.rx.src {
-		return true
+	for _, ln := range ep.lanes {
+		if ln.wi != w.rx.wi || ln.ep == nil {
+			continue
+		}
+		if se, ok := ln.ep.(uct.AMSourceEndpoint); ok && se.PeerAMSource() != w.rx.src {
+			w.laneMismatch(ep, fmt.Errorf("wireup for %s arrived from source %#x, its lane's peer sends from %#x", ep.name, uint64(w.rx.src), uint64(se.PeerAMSource())))
+			return false
+		}
 	}
-	w.laneMismatch(ep, fmt.Errorf("wireup for %s arrived from source %#x, bound to %#x", ep.name, uint64(w.rx.src), uint64(ep.rx.src)))
-	return false
+	ep.rx = laneSrc{wi: w.rx.wi, src: w.rx.src, bound: true}
+	return true
 }
 
 // laneMismatch counts a dropped message and queues its event (lock held).

@@ -29,7 +29,7 @@ func spinAll(t testing.TB, what string, ws []*Worker, ps []*rawPeer, cond func()
 
 // legitPeer connects a second worker to v and returns it, its endpoint
 // to v, and v's endpoint to it (learned from a first message).
-func legitPeer(t *testing.T, v *Worker) (*Worker, *Endpoint, *Endpoint) {
+func legitPeer(t testing.TB, v *Worker) (*Worker, *Endpoint, *Endpoint) {
 	t.Helper()
 	l := hostileWorker(t, Config{})
 	lToV, err := l.Connect(v.Address(), EPParams{})
@@ -153,5 +153,47 @@ func TestLaneBindingOwnClose(t *testing.T) {
 	}
 	if n := v.Stats().LaneMismatch; n != 0 {
 		t.Fatalf("LaneMismatch = %d after a genuine close", n)
+	}
+}
+
+// A wireup request carrying another worker's iface addresses under a new
+// identity makes the victim connect back to that worker; the victim must
+// not bind the endpoint to the requester, and that worker must not take
+// the victim's reply as a new id for its endpoint.
+func TestLaneBindingConnectBack(t *testing.T) {
+	v := hostileWorker(t, Config{})
+	l, lToV, vToL := legitPeer(t, v)
+	p := newRawPeer(t, v)
+	la, err := UnpackAddress(l.Address())
+	if err != nil {
+		t.Fatal(err)
+	}
+	la.UUID ^= 0x5a5a
+	before := v.Stats().LaneMismatch
+	p.send(amWireup, (&wireup{kind: wireupReq, src: 3, addr: la.Pack()}).encode())
+	for i := 0; i < 2000; i++ {
+		v.Progress()
+		l.Progress()
+		p.it.Progress()
+	}
+	v.lock()
+	live := len(v.live)
+	v.unlock()
+	if live != 2 {
+		t.Errorf("victim has %d endpoints, want 2 (the legitimate and the raw peer's)", live)
+	}
+	if n := v.Stats().LaneMismatch; n != before+1 {
+		t.Errorf("LaneMismatch went from %d to %d, want one more", before, n)
+	}
+	rb := make([]byte, 8)
+	r := l.TagRecv(rb, 5, exact, nil)
+	s := vToL.TagSend([]byte("ok"), 5, nil)
+	r2 := v.TagRecv(make([]byte, 8), 6, exact, nil)
+	s2 := lToV.TagSend([]byte("ok"), 6, nil)
+	spinAll(t, "traffic after the connect-back", []*Worker{v, l}, []*rawPeer{p}, func() bool {
+		return r.Done() && s.Done() && r2.Done() && s2.Done()
+	})
+	if r.Err() != nil || r2.Err() != nil || r2.Info().Sender != vToL {
+		t.Fatalf("traffic after the connect-back: %v, %v", r.Err(), r2.Err())
 	}
 }

@@ -21,3 +21,11 @@ type AMSourceIface interface {
 	// handler installed with SetAMHandler; nil removes it.
 	SetAMSourceHandler(id uint8, h AMSourceHandler, arg any) error
 }
+
+// AMSourceEndpoint is implemented by endpoints that know the source under
+// which the iface they are connected to delivers its own messages to this
+// endpoint's iface (shm: the peer iface). An upper layer uses it to check
+// that a peer's first message came from the iface it claims.
+type AMSourceEndpoint interface {
+	PeerAMSource() AMSource
+}

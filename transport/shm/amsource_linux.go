@@ -18,3 +18,11 @@ func (it *Iface) SetAMSourceHandler(id uint8, h uct.AMSourceHandler, arg any) er
 }
 
 var _ uct.AMSourceIface = (*Iface)(nil)
+
+// PeerAMSource returns the source of the messages the peer iface sends to
+// ours: its pid and segment fd.
+func (ep *Endpoint) PeerAMSource() uct.AMSource {
+	return uct.AMSource(uint64(ep.peer.PID)<<32 | uint64(ep.peer.FD))
+}
+
+var _ uct.AMSourceEndpoint = (*Endpoint)(nil)
