@@ -127,7 +127,8 @@ func (w *Worker) Connect(addr []byte, p EPParams) (*Endpoint, error) {
 	return w.newEP(a, p, true)
 }
 
-// newEP connects lanes to a and sends the wireup request (lock held).
+// newEP connects lanes to a and, for Connect, sends the wireup request
+// (lock held).
 // named says p comes from the user (Connect), so p.SourceTag is the
 // peer's rank; an endpoint created for a peer that connected to us has no
 // known source tag until Connect names it.
@@ -157,8 +158,12 @@ func (w *Worker) newEP(a Address, p EPParams, named bool) (*Endpoint, error) {
 	if named && w.cfg.SourceTagMask != 0 {
 		w.setSourceTag(ep, p.SourceTag)
 	}
-	ep.wireupDue = true
-	ep.sendWireup()
+	if named {
+		// An endpoint created for a wireup request answers once the
+		// request has been checked (onWireup).
+		ep.wireupDue = true
+		ep.sendWireup()
+	}
 	return ep, nil
 }
 

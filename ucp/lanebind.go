@@ -105,39 +105,51 @@ func (w *Worker) laneOK(wi *wiface, id uint8, src uct.AMSource, data []byte) boo
 }
 
 // bindLane binds ep to the source of the wireup being handled, in which
-// the peer names its endpoint rid, or checks both against the bound ones
-// (lock held). The peer's endpoint id never changes once known. Where
-// ep's lane on the wireup's iface knows the source its peer iface sends
-// from (uct.AMSourceEndpoint), the wireup must come from there: so a
-// wireup that carries another worker's iface addresses, which made this
-// worker connect back to that worker, binds nothing and the new endpoint
-// is closed.
+// the peer names its endpoint rid (lock held). A wireup from the bound
+// source is accepted (the peer may have a new endpoint id: it closed or
+// purged its endpoint and connected again). A wireup from any other
+// source is accepted, and binds ep to it, only if ep's lane on that iface
+// names the source's origin as its peer (uct.AMOriginEndpoint,
+// AMOriginIface): so a reconnecting peer rebinds, while a wireup carrying
+// another worker's identity or iface addresses binds nothing (an
+// endpoint the worker created for it is closed). Where origins are
+// unknown, only the first wireup binds.
 func (w *Worker) bindLane(ep *Endpoint, rid uint32) bool {
-	if ep.ridKnown && ep.rid != rid {
-		w.laneMismatch(ep, fmt.Errorf("wireup for %s names peer endpoint %d, known as %d", ep.name, rid, ep.rid))
-		return false
-	}
 	if !w.rx.ok {
 		return true // the iface does not report sources
 	}
-	if ep.rx.bound {
-		if ep.rx.wi == w.rx.wi && ep.rx.src == w.rx.src {
-			return true
-		}
-		w.laneMismatch(ep, fmt.Errorf("wireup for %s arrived from source %#x, bound to %#x", ep.name, uint64(w.rx.src), uint64(ep.rx.src)))
+	if ep.rx.bound && ep.rx.wi == w.rx.wi && ep.rx.src == w.rx.src {
+		return true
+	}
+	match, known := w.originMatches(ep)
+	if known && !match || !known && ep.rx.bound {
+		w.laneMismatch(ep, fmt.Errorf("wireup for %s (peer endpoint %d) arrived from source %#x on %s, not from its peer",
+			ep.name, rid, uint64(w.rx.src), w.rx.wi.md.comp.Name()))
 		return false
+	}
+	ep.rx = laneSrc{wi: w.rx.wi, src: w.rx.src, bound: true}
+	return true
+}
+
+// originMatches reports whether the origin of the wireup's source is the
+// peer iface of ep's lane on the same iface, and whether that is known.
+func (w *Worker) originMatches(ep *Endpoint) (match, known bool) {
+	oi, ok := w.rx.wi.it.(uct.AMOriginIface)
+	if !ok {
+		return false, false
 	}
 	for _, ln := range ep.lanes {
 		if ln.wi != w.rx.wi || ln.ep == nil {
 			continue
 		}
-		if se, ok := ln.ep.(uct.AMSourceEndpoint); ok && se.PeerAMSource() != w.rx.src {
-			w.laneMismatch(ep, fmt.Errorf("wireup for %s arrived from source %#x, its lane's peer sends from %#x", ep.name, uint64(w.rx.src), uint64(se.PeerAMSource())))
-			return false
+		oe, ok := ln.ep.(uct.AMOriginEndpoint)
+		if !ok {
+			continue
 		}
+		o, ok := oi.AMSourceOrigin(w.rx.src)
+		return ok && o == oe.PeerOrigin(), true
 	}
-	ep.rx = laneSrc{wi: w.rx.wi, src: w.rx.src, bound: true}
-	return true
+	return false, false
 }
 
 // laneMismatch counts a dropped message and queues its event (lock held).

@@ -197,3 +197,54 @@ func TestLaneBindingConnectBack(t *testing.T) {
 		t.Fatalf("traffic after the connect-back: %v, %v", r.Err(), r2.Err())
 	}
 }
+
+// A peer that purges its endpoint and connects again to a worker that
+// kept its own endpoint is taken back: the new connection (over rc a new
+// QP, a new source) comes from the iface the worker's endpoint connects
+// to, so the endpoint rebinds to it and learns the new id.
+func TestLaneBindingReconnect(t *testing.T) {
+	for _, tr := range []string{"shm", "rc"} {
+		t.Run(tr, func(t *testing.T) {
+			open := func() *Worker {
+				ctx, err := newContext(Config{Transports: cycleTransports(tr)}, func(string) string { return "" })
+				if err != nil {
+					t.Skipf("%s: %v", tr, err)
+				}
+				t.Cleanup(func() { ctx.Close() })
+				w, err := ctx.NewWorker()
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { w.Close() })
+				return w
+			}
+			v, l := open(), open()
+			ws := []*Worker{v, l}
+			var vToL *Endpoint
+			for round := 0; round < 3; round++ {
+				lToV, err := l.Connect(v.Address(), EPParams{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				in, back := make([]byte, 8), make([]byte, 8)
+				r := v.TagRecv(in, 1, exact, nil)
+				s := lToV.TagSend([]byte("there"), 1, nil)
+				spinAll(t, "message to v", ws, nil, func() bool { return r.Done() && s.Done() })
+				if r.Err() != nil || vToL != nil && r.Info().Sender != vToL {
+					t.Fatalf("round %d: %v, sender %v (v's endpoint %v)", round, r.Err(), r.Info().Sender, vToL)
+				}
+				vToL = r.Info().Sender
+				rb := l.TagRecv(back, 2, exact, nil)
+				sb := vToL.TagSend([]byte("back"), 2, nil)
+				spinAll(t, "message back", ws, nil, func() bool { return rb.Done() && sb.Done() })
+				if rb.Err() != nil || string(back[:rb.Info().Length]) != "back" {
+					t.Fatalf("round %d: message back: %v", round, rb.Err())
+				}
+				l.Purge(lToV) // v is not told
+			}
+			if n := v.Stats().LaneMismatch; n != 0 {
+				t.Fatalf("LaneMismatch = %d", n)
+			}
+		})
+	}
+}

@@ -22,10 +22,18 @@ type AMSourceIface interface {
 	SetAMSourceHandler(id uint8, h AMSourceHandler, arg any) error
 }
 
-// AMSourceEndpoint is implemented by endpoints that know the source under
-// which the iface they are connected to delivers its own messages to this
-// endpoint's iface (shm: the peer iface). An upper layer uses it to check
-// that a peer's first message came from the iface it claims.
-type AMSourceEndpoint interface {
-	PeerAMSource() AMSource
+// AMOriginIface is implemented by source-reporting ifaces that can name
+// the peer iface a source belongs to (its origin); AMOriginEndpoint by
+// their endpoints, which name the origin of the iface they connect to in
+// the same terms. An upper layer compares the two to check that a
+// message came from the iface an endpoint is connected to, also when the
+// peer has opened a new connection (a new source) since.
+type AMOriginIface interface {
+	// AMSourceOrigin returns the origin of src; false if src is unknown.
+	AMSourceOrigin(src AMSource) (origin uint64, ok bool)
+}
+
+// AMOriginEndpoint: see AMOriginIface.
+type AMOriginEndpoint interface {
+	PeerOrigin() uint64
 }

@@ -100,8 +100,9 @@ type Iface struct {
 // the peer's AMs and grants credits back.
 type passiveQP struct {
 	qp     *verbs.QP
-	recvd  int // AMs received since the last grant
-	owed   int // credits not yet granted (the SQ was full)
+	origin uint64 // the requesting iface's nonce (amsource.go)
+	recvd  int    // AMs received since the last grant
+	owed   int    // credits not yet granted (the SQ was full)
 	sqUsed int
 }
 
@@ -295,7 +296,7 @@ func (it *Iface) acceptCM(req cmMsg) (cmMsg, func(), error) {
 		qp.Close()
 		return cmMsg{}, nil, err
 	}
-	pq := &passiveQP{qp: qp}
+	pq := &passiveQP{qp: qp, origin: req.Nonce}
 	it.mu.Lock()
 	if it.closed {
 		it.mu.Unlock()

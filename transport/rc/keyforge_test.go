@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -134,5 +135,45 @@ func TestKeyForgeryRC(t *testing.T) {
 	rw.Close()
 	if err := rcPut(t, a, b, ep, src, rw.Address()+8, rk); !errors.Is(err, uct.ErrRemoteProtection) {
 		t.Fatalf("put after deregistration: %v, want ErrRemoteProtection", err)
+	}
+}
+
+// Registered memory stays alive while registered, whoever else drops it,
+// and becomes collectable when the Mem is closed (as in shm).
+func TestRegisteredMemoryKeptAliveRC(t *testing.T) {
+	md := openLoopMD(t)
+	defer md.Close()
+	collected := make(chan struct{}, 1)
+	reg := func() uct.Mem {
+		buf := make([]byte, 1<<16)
+		runtime.AddCleanup(&buf[0], func(ch chan struct{}) { ch <- struct{}{} }, collected)
+		m, err := md.Register(buf, uct.AccessAll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	reg() // only the MD holds it
+	for range 5 {
+		runtime.GC()
+		select {
+		case <-collected:
+			t.Fatal("registered buffer collected before deregistration")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if err := reg().Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		runtime.GC()
+		select {
+		case <-collected:
+			return
+		case <-deadline:
+			t.Fatal("deregistered buffer never collected")
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }

@@ -19,10 +19,14 @@ func (it *Iface) SetAMSourceHandler(id uint8, h uct.AMSourceHandler, arg any) er
 
 var _ uct.AMSourceIface = (*Iface)(nil)
 
-// PeerAMSource returns the source of the messages the peer iface sends to
-// ours: its pid and segment fd.
-func (ep *Endpoint) PeerAMSource() uct.AMSource {
-	return uct.AMSource(uint64(ep.peer.PID)<<32 | uint64(ep.peer.FD))
-}
+// AMSourceOrigin returns src: a source is the sending iface itself.
+func (it *Iface) AMSourceOrigin(src uct.AMSource) (uint64, bool) { return uint64(src), true }
 
-var _ uct.AMSourceEndpoint = (*Endpoint)(nil)
+// PeerOrigin returns the origin of the peer iface's messages to ours: its
+// pid and segment fd.
+func (ep *Endpoint) PeerOrigin() uint64 { return uint64(ep.peer.PID)<<32 | uint64(ep.peer.FD) }
+
+var (
+	_ uct.AMOriginIface    = (*Iface)(nil)
+	_ uct.AMOriginEndpoint = (*Endpoint)(nil)
+)

@@ -685,7 +685,7 @@ func (ep *Endpoint) rkey(op string, rk uct.RKey) (*RKey, error) {
 		return nil, ep.opErr(op, uct.ErrInvalidParam, errors.New("not an shm rkey"))
 	}
 	if k.pid != ep.peer.PID || k.start != ep.peer.StartTime {
-		return nil, ep.opErr(op, uct.ErrInvalidParam, fmt.Errorf("rkey is for pid %d started at %d", k.pid, k.start))
+		return nil, ep.opErr(op, uct.ErrRemoteProtection, fmt.Errorf("rkey is for pid %d started at %d, not this endpoint's peer", k.pid, k.start))
 	}
 	return k, nil
 }
