@@ -1,7 +1,6 @@
 package ucp
 
 import (
-	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"testing"
@@ -144,5 +143,3 @@ func hostileWorker(t testing.TB, cfg Config) *Worker {
 	t.Cleanup(func() { w.Close() })
 	return w
 }
-
-func u64le(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
