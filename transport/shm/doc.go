@@ -22,7 +22,9 @@
 // endpoint, which waits in Go's network poller (no periodic wake-up, no
 // blocking system call); the endpoint then fails every new operation with an
 // *uct.OpError wrapping uct.ErrPeerFailed, calls the iface error handler
-// and posts uct.EventPeerFailed to the iface event queue.
+// and then posts uct.EventPeerFailed to the iface event queue, so whoever
+// receives the event knows that the handler has run. No event is posted for
+// an endpoint whose Close has begun (the handler itself may close it).
 //
 // All operations complete before they return (nil) and never invoke their
 // Completion, so Flush has nothing outstanding and a dead peer has no

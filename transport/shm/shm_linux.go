@@ -705,6 +705,7 @@ type Endpoint struct {
 	stopped sync.Once
 	once    sync.Once
 	cerr    error
+	ev      epEvents
 }
 
 // Connect attaches to the segment of the iface at addr.
@@ -853,22 +854,12 @@ func (ep *Endpoint) watchPeer() {
 }
 
 func (ep *Endpoint) peerFailed() {
-	err := error(uct.NewOpError(transportName, "peer", ep.name, uct.ErrPeerFailed, fmt.Errorf("process %d exited", ep.peer.PID)))
-	if !ep.err.CompareAndSwap(nil, &err) {
-		return
-	}
-	ep.it.events.Post(&uct.Event{Type: uct.EventPeerFailed, Object: "ep " + ep.name, Owner: ep, Endpoint: ep, Err: err})
-	ep.it.errh.Call(ep, err)
+	ep.fail(uct.EventPeerFailed, uct.NewOpError(transportName, "peer", ep.name, uct.ErrPeerFailed, fmt.Errorf("process %d exited", ep.peer.PID)))
 }
 
 // peerClosed puts the endpoint in error state after the peer closed its iface.
 func (ep *Endpoint) peerClosed() {
-	err := error(uct.NewOpError(transportName, "peer", ep.name, uct.ErrConnectionReset, errors.New("peer iface closed")))
-	if !ep.err.CompareAndSwap(nil, &err) {
-		return
-	}
-	ep.it.events.Post(&uct.Event{Type: uct.EventEndpointError, Object: "ep " + ep.name, Owner: ep, Endpoint: ep, Err: err})
-	ep.it.errh.Call(ep, err)
+	ep.fail(uct.EventEndpointError, uct.NewOpError(transportName, "peer", ep.name, uct.ErrConnectionReset, errors.New("peer iface closed")))
 }
 
 func (ep *Endpoint) Iface() uct.Iface { return ep.it }
@@ -1217,6 +1208,7 @@ func (ep *Endpoint) stopWatch() {
 // unmaps the peer segment.
 func (ep *Endpoint) Close() error {
 	ep.once.Do(func() {
+		ep.beginClose()
 		cl := error(uct.NewOpError(transportName, "close", ep.name, uct.ErrClosed, nil))
 		ep.err.CompareAndSwap(nil, &cl)
 		ep.stopWatch()
