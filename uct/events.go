@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -311,91 +310,6 @@ func (s *ErrorHandlerSlot) Call(ep Endpoint, err error) {
 		h = DefaultErrorHandler
 	}
 	h(arg, ep, err)
-}
-
-// Notifier implements Iface.Notify (VipCQNotify) for a transport. The
-// transport calls Completed once per completion (from Progress) and Cancel
-// on close.
-type Notifier struct {
-	mu       sync.Mutex
-	handlers []notifyEntry
-	ready    int // completions seen with no handler waiting
-	closed   bool
-	// idle is set (under mu) while no handler waits and a completion is
-	// remembered, so that Completed, called on every Progress that found
-	// something, has nothing to do and skips the lock. Notify clears it
-	// before it takes the remembered completion.
-	idle atomic.Bool
-}
-
-type notifyEntry struct {
-	h   func(arg any, err error)
-	arg any
-}
-
-// Notify runs h now if a completion is waiting, else queues it.
-func (n *Notifier) Notify(h func(arg any, err error), arg any) error {
-	if h == nil {
-		return ErrInvalidParam
-	}
-	n.mu.Lock()
-	if n.closed {
-		n.mu.Unlock()
-		return ErrClosed
-	}
-	if n.ready > 0 {
-		n.idle.Store(false)
-		n.ready--
-		n.mu.Unlock()
-		h(arg, nil)
-		return nil
-	}
-	n.handlers = append(n.handlers, notifyEntry{h, arg})
-	n.mu.Unlock()
-	return nil
-}
-
-// Completed reports count completions: the oldest waiting handlers run,
-// one per completion; completions with no handler are remembered for the
-// next Notify (capped, since one is enough to make Notify run at once).
-func (n *Notifier) Completed(count int) {
-	if n.idle.Load() {
-		return
-	}
-	for ; count > 0; count-- {
-		n.mu.Lock()
-		if len(n.handlers) == 0 {
-			if n.ready == 0 {
-				n.ready = 1
-			}
-			n.idle.Store(true)
-			n.mu.Unlock()
-			return
-		}
-		e := n.handlers[0]
-		n.handlers = n.handlers[1:]
-		n.mu.Unlock()
-		e.h(e.arg, nil)
-	}
-}
-
-// Waiting returns the number of queued handlers.
-func (n *Notifier) Waiting() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return len(n.handlers)
-}
-
-// Cancel runs every queued handler with ErrCanceled and refuses new ones.
-func (n *Notifier) Cancel() {
-	n.mu.Lock()
-	hs := n.handlers
-	n.handlers = nil
-	n.closed = true
-	n.mu.Unlock()
-	for _, e := range hs {
-		e.h(e.arg, ErrCanceled)
-	}
 }
 
 // DeviceStatus is a device's state as a watcher sees it.

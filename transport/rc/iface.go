@@ -242,7 +242,7 @@ func (it *Iface) WatchDevice(fn func(uct.DeviceStatusEvent)) (*uct.Watch, error)
 }
 
 // Notify is VipCQNotify over AM receives and operation completions.
-func (it *Iface) Notify(h func(arg any, err error), arg any) error {
+func (it *Iface) Notify(h uct.NotifyHandler, arg any) error {
 	return it.notifier.Notify(h, arg)
 }
 
@@ -518,7 +518,7 @@ func (it *Iface) recvDone(wc *verbs.WC) {
 		}
 	}
 	it.mu.Unlock()
-	it.notifier.Completed(1)
+	it.notifier.Completed(uct.CompletionInfo{Queue: uct.NotifyRecv})
 }
 
 // grantLocked returns n (plus any owed) credits to the peer of pq.

@@ -487,7 +487,7 @@ func (it *Iface) Progress() int {
 		n++
 	}
 	if n > 0 {
-		it.notify.Completed(n)
+		it.notify.CompletedN(n, uct.CompletionInfo{Queue: uct.NotifyRecv})
 	} else if it.idle++; it.idle&1023 == 0 {
 		it.checkStuck()
 	}
@@ -591,7 +591,7 @@ func (it *Iface) Wake() {
 }
 
 // Notify is VipCQNotify on received messages.
-func (it *Iface) Notify(h func(arg any, err error), arg any) error { return it.notify.Notify(h, arg) }
+func (it *Iface) Notify(h uct.NotifyHandler, arg any) error { return it.notify.Notify(h, arg) }
 
 // Flush: every operation is complete when it returns.
 func (it *Iface) Flush(*uct.Completion) error { return nil }
