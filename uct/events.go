@@ -221,11 +221,19 @@ func (q *EventQueue) ack(e *Event) {
 
 // WaitAcks waits until every event of owner (queued or delivered) has been
 // acked, or timeout passes. Queued, never delivered events of owner are
-// discarded first: nobody can ack what nobody got. It returns ErrTimedOut
-// with the number of missing acks if they did not come.
+// discarded first: nobody can ack what nobody got. It returns an error
+// wrapping ErrTimedOut with the number of missing acks if they did not
+// come.
 func (q *EventQueue) WaitAcks(owner any, timeout time.Duration) error {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return q.WaitAcksContext(ctx, owner)
+}
+
+// WaitAcksContext is WaitAcks bounded by ctx instead of a timeout. The
+// error names the owner by its type only: an owner's printed value may be
+// large and is not safe to read while other goroutines change it.
+func (q *EventQueue) WaitAcksContext(ctx context.Context, owner any) error {
 	q.mu.Lock()
 	q.initLocked()
 	if q.queued[owner] > 0 {
@@ -251,8 +259,8 @@ func (q *EventQueue) WaitAcks(owner any, timeout time.Duration) error {
 		q.mu.Unlock()
 		select {
 		case <-c:
-		case <-deadline.C:
-			return fmt.Errorf("%d async events of %v not acked: %w", n, owner, ErrTimedOut)
+		case <-ctx.Done():
+			return fmt.Errorf("%d async events of %T not acked: %w: %w", n, owner, ErrTimedOut, ctx.Err())
 		}
 		q.mu.Lock()
 		q.initLocked()

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"go.uber.org/multierr"
+
 	"github.com/ucgo/ucgo/transport/rc/verbs"
 	"github.com/ucgo/ucgo/uct"
 )
@@ -162,7 +164,7 @@ func (ep *Endpoint) fail(err error) {
 	}
 	it := ep.it
 	it.errh.Call(ep, err)
-	it.events.Post(&uct.Event{Type: uct.EventEndpointError, Object: "ep " + ep.name, Owner: it, Endpoint: ep, Err: err})
+	it.events.Post(&uct.Event{Type: uct.EventEndpointError, Object: "ep " + ep.name, Owner: ep, Endpoint: ep, Err: err})
 	if len(ep.pending) > 0 {
 		it.wantDispatch(ep)
 	}
@@ -563,7 +565,9 @@ func (ep *Endpoint) dispatch() int {
 }
 
 // Close sends DREQ so the peer destroys its QP, moves the QP to ERR and
-// completes every outstanding operation with ErrCanceled.
+// completes every outstanding operation with ErrCanceled. It returns once
+// the async events that name the endpoint and were received have been
+// acked (at most verbs.AckWait).
 func (ep *Endpoint) Close() error {
 	if ep.closed {
 		return nil
@@ -598,7 +602,8 @@ func (ep *Endpoint) Close() error {
 	it.mu.Lock()
 	delete(it.eps, ep.qp.QPNum())
 	it.mu.Unlock()
-	return ep.qp.Close()
+	// The endpoint's events name it: wait until those received are acked.
+	return multierr.Append(ep.qp.Close(), it.events.WaitAcks(ep, verbs.AckWait))
 }
 
 // watchLifeline waits for the connection manager connection to end. The

@@ -248,8 +248,13 @@ func (it *Iface) Notify(h uct.NotifyHandler, arg any) error {
 
 // deviceEvent takes an event of the MD's device (on the MD's event
 // goroutine): port events go to every iface, QP events to the QP's owner.
+// An event about an endpoint's QP is owned by the endpoint, so that its
+// Close waits for it; it is posted under it.mu, where Close removes the
+// endpoint, so none is posted for an endpoint whose Close has begun.
 func (it *Iface) deviceEvent(e *uct.Event) {
 	ne := &uct.Event{Type: e.Type, Object: e.Object, Owner: it, Err: e.Err}
+	it.mu.Lock()
+	defer it.mu.Unlock()
 	switch e.Type {
 	case uct.EventPortError, uct.EventPortActive, uct.EventDeviceFatal:
 	default:
@@ -257,15 +262,13 @@ func (it *Iface) deviceEvent(e *uct.Event) {
 		if !ok {
 			break
 		}
-		it.mu.Lock()
 		ep := it.eps[qp.QPNum()]
 		_, passive := it.passive[qp.QPNum()]
-		it.mu.Unlock()
 		if ep == nil && !passive {
 			return
 		}
 		if ep != nil && ep.qp == qp {
-			ne.Endpoint = ep
+			ne.Endpoint, ne.Owner = ep, ep
 		}
 	}
 	if it.isClosed.Load() {

@@ -510,14 +510,14 @@ func (qp *QP) checkDrainedLocked() {
 	}
 }
 
-// Close destroys the QP (ibv_destroy_qp). Outstanding work is dropped
-// without completions; the QP's unacked async events are discarded.
-func (qp *QP) Close() error {
+// destroy releases the QP, once; after it the QP posts no async events.
+// Outstanding work is dropped without completions.
+func (qp *QP) destroy() {
 	d := qp.d
 	d.mu.Lock()
 	if qp.destroyed {
 		d.mu.Unlock()
-		return nil
+		return
 	}
 	qp.sendDeferredAck()
 	qp.destroyed = true
@@ -533,7 +533,6 @@ func (qp *QP) Close() error {
 		qp.srq.users--
 	}
 	d.mu.Unlock()
-	return nil
 }
 
 // PostRecv posts receive work requests (ibv_post_recv). It returns how
