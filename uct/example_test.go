@@ -31,7 +31,7 @@ func ExampleStatus_Remedy() {
 	// Output:
 	// no resources available: retry (endpoint fatal: false)
 	// invalid parameter: fix-call (endpoint fatal: false)
-	// route to peer lost: reconnect (endpoint fatal: true)
+	// route to peer lost: retry (endpoint fatal: false)
 	// local NIC failed: iface-dead (endpoint fatal: true)
 }
 

@@ -55,7 +55,8 @@ const (
 	ErrRemoteNICFailed
 	// ErrRemoteNICReinit: the peer's device is being re-initialised; reconnect later.
 	ErrRemoteNICReinit
-	// ErrRouteLost: no path to the peer (link down, address gone).
+	// ErrRouteLost: no path to the peer now (link down, address gone); the
+	// path may come back, so wait and retry: the endpoint is not failed.
 	ErrRouteLost
 	// ErrPeerFailed: the peer process died.
 	ErrPeerFailed
@@ -151,11 +152,11 @@ func (s Status) Remedy() Remedy {
 	case ErrInvalidParam, ErrUnsupported, ErrMessageTruncated, ErrLocalProtection,
 		ErrInvalidAddress, ErrOverrun, ErrCanceled:
 		return RemedyFixCall
-	case ErrNoResource, ErrBusy, ErrNoMemory, ErrRNRRetryExceeded, ErrDataCorrupt, ErrRemoteNICReinit:
+	case ErrNoResource, ErrBusy, ErrNoMemory, ErrRNRRetryExceeded, ErrDataCorrupt, ErrRemoteNICReinit, ErrRouteLost:
 		return RemedyRetry
 	case ErrLocalNICReinit:
 		return RemedyReinitLocal
-	case ErrTimedOut, ErrEndpointTimeout, ErrConnectionReset, ErrUnreachable, ErrRouteLost,
+	case ErrTimedOut, ErrEndpointTimeout, ErrConnectionReset, ErrUnreachable,
 		ErrFlushed, ErrRemoteProtection, ErrRemoteOperation:
 		return RemedyReconnect
 	case ErrRemoteNICFailed, ErrPeerFailed, ErrClosed:

@@ -60,7 +60,7 @@ func TestRemedyClasses(t *testing.T) {
 		ErrLocalNICReinit:   RemedyReinitLocal,
 		ErrTimedOut:         RemedyReconnect,
 		ErrEndpointTimeout:  RemedyReconnect,
-		ErrRouteLost:        RemedyReconnect,
+		ErrRouteLost:        RemedyRetry,
 		ErrRemoteProtection: RemedyReconnect,
 		ErrRemoteNICReinit:  RemedyRetry,
 		ErrPeerFailed:       RemedyEndpointDead,

@@ -68,7 +68,10 @@
 // called and uct.EventEndpointError is posted) and its other outstanding
 // operations complete with uct.ErrFlushed (uct.ErrCanceled after Close or
 // Flush(cancel)). When the device's link goes down, new operations fail
-// with uct.ErrLocalNICFailed, uct.EventPortError is posted on every iface
+// with uct.ErrRouteLost, whose remedy is to retry: the endpoint stays
+// healthy and works again once the link is up, while operations in flight
+// are retransmitted until their retries run out. uct.EventPortError is
+// posted on every iface
 // of the device and WatchDevice watchers hear DeviceDown (DeviceUp and
 // EventPortActive when it returns). QP async events of the device go to
 // the iface that owns the QP.

@@ -128,7 +128,8 @@ func (ep *Endpoint) check(op string) error {
 		return ep.opErr(op, uct.StatusOf(ep.err), ep.err)
 	}
 	if ep.it.linkDown.Load() {
-		return ep.opErr(op, uct.ErrLocalNICFailed, fmt.Errorf("link of %s is down", ep.it.dev.Name()))
+		// The link may come back: the endpoint stays healthy.
+		return ep.opErr(op, uct.ErrRouteLost, fmt.Errorf("link of %s is down", ep.it.dev.Name()))
 	}
 	return nil
 }

@@ -383,7 +383,7 @@ func (it *Iface) Connect(addr []byte, params uct.EPParams) (uct.Endpoint, error)
 		return nil, uct.NewOpError(transportName, "connect", peer, uct.ErrClosed, nil)
 	}
 	if it.linkDown.Load() {
-		return nil, uct.NewOpError(transportName, "connect", peer, uct.ErrLocalNICFailed, nil)
+		return nil, uct.NewOpError(transportName, "connect", peer, uct.ErrRouteLost, fmt.Errorf("link of %s is down", it.dev.Name()))
 	}
 	timeout := params.Timeout
 	if timeout <= 0 {
