@@ -320,11 +320,13 @@ func (s *ErrorHandlerSlot) Call(ep Endpoint, err error) {
 	h(arg, ep, err)
 }
 
-// DeviceStatus is a device's state as a watcher sees it.
+// DeviceStatus is a device's state as a watcher sees it: a set of flags
+// (NetworkDirect's adapter status). The link is DeviceUp or DeviceDown;
+// DeviceRDMADisabled may be set with either.
 type DeviceStatus int
 
 const (
-	DeviceUp DeviceStatus = iota + 1
+	DeviceUp DeviceStatus = 1 << iota
 	DeviceDown
 	// DeviceRDMADisabled: the device is present but may not be used; new
 	// operations fail, pending ones are canceled or flushed, resources
@@ -332,16 +334,33 @@ const (
 	DeviceRDMADisabled
 )
 
+// Has reports whether every flag of f is set in s.
+func (s DeviceStatus) Has(f DeviceStatus) bool { return s&f == f }
+
+// Usable reports whether operations may run: link up, RDMA not disabled.
+func (s DeviceStatus) Usable() bool { return s.Has(DeviceUp) && !s.Has(DeviceRDMADisabled) }
+
 func (s DeviceStatus) String() string {
-	switch s {
-	case DeviceUp:
-		return "up"
-	case DeviceDown:
-		return "down"
-	case DeviceRDMADisabled:
-		return "rdma-disabled"
+	out := ""
+	for _, f := range []struct {
+		flag DeviceStatus
+		name string
+	}{{DeviceUp, "up"}, {DeviceDown, "down"}, {DeviceRDMADisabled, "rdma-disabled"}} {
+		if s&f.flag != 0 {
+			if out != "" {
+				out += "|"
+			}
+			out += f.name
+			s &^= f.flag
+		}
 	}
-	return fmt.Sprintf("device-status(%d)", int(s))
+	if s != 0 || out == "" {
+		if out != "" {
+			out += "|"
+		}
+		out += fmt.Sprintf("device-status(%#x)", int(s))
+	}
+	return out
 }
 
 // DeviceStatusEvent is delivered to a device watcher.
@@ -415,12 +434,21 @@ func (d *DeviceWatchers) Register(fn func(DeviceStatusEvent)) (*Watch, error) {
 // so the last event a watcher saw is the current status. A watcher must
 // not call Set.
 func (d *DeviceWatchers) Set(status DeviceStatus) {
+	d.Change(func(DeviceStatus) DeviceStatus { return status })
+}
+
+// Change applies f to the status, atomically with respect to other
+// changes, and tells every watcher if the status changed (as Set does). It
+// returns the old and the new status.
+func (d *DeviceWatchers) Change(f func(old DeviceStatus) DeviceStatus) (old, status DeviceStatus) {
 	d.deliver.Lock()
 	defer d.deliver.Unlock()
 	d.mu.Lock()
-	if d.status == status {
+	old = d.status
+	status = f(old)
+	if old == status {
 		d.mu.Unlock()
-		return
+		return old, status
 	}
 	d.status = status
 	fns := make([]func(DeviceStatusEvent), 0, len(d.watches))
@@ -432,4 +460,27 @@ func (d *DeviceWatchers) Set(status DeviceStatus) {
 	for _, fn := range fns {
 		fn(ev)
 	}
+	return old, status
+}
+
+// SetLink changes the link flag (DeviceUp or DeviceDown), keeping
+// DeviceRDMADisabled.
+func (d *DeviceWatchers) SetLink(up bool) (old, status DeviceStatus) {
+	return d.Change(func(s DeviceStatus) DeviceStatus {
+		s &^= DeviceUp | DeviceDown
+		if up {
+			return s | DeviceUp
+		}
+		return s | DeviceDown
+	})
+}
+
+// SetRDMADisabled sets or clears DeviceRDMADisabled, keeping the link flag.
+func (d *DeviceWatchers) SetRDMADisabled(disabled bool) (old, status DeviceStatus) {
+	return d.Change(func(s DeviceStatus) DeviceStatus {
+		if disabled {
+			return s | DeviceRDMADisabled
+		}
+		return s &^ DeviceRDMADisabled
+	})
 }

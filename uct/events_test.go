@@ -340,7 +340,7 @@ func TestDeviceWatchers(t *testing.T) {
 	if nilw.Close() != nil {
 		t.Error("nil Watch.Close")
 	}
-	for s, str := range map[DeviceStatus]string{DeviceUp: "up", DeviceDown: "down", DeviceRDMADisabled: "rdma-disabled", 9: "device-status(9)"} {
+	for s, str := range map[DeviceStatus]string{DeviceUp: "up", DeviceDown: "down", DeviceRDMADisabled: "rdma-disabled", DeviceDown | DeviceRDMADisabled: "down|rdma-disabled", 9: "up|device-status(0x8)", 0: "device-status(0x0)"} {
 		if s.String() != str {
 			t.Errorf("%d.String() = %q, want %q", int(s), s.String(), str)
 		}

@@ -115,7 +115,7 @@ func (s *cmServer) handle(c *net.TCPConn) {
 	c.SetKeepAlivePeriod(time.Second)
 	for {
 		m, err := readCM(c)
-		if err != nil || m.Type == cmDREQ {
+		if err != nil || m.Type == cmDREQ || m.Type == cmDOWN {
 			return
 		}
 	}

@@ -623,6 +623,8 @@ func (ep *Endpoint) watchLifeline() {
 	switch {
 	case err == nil && m.Type == cmDREQ:
 		e = ep.opErr("connection", uct.ErrConnectionReset, errors.New("peer iface closed"))
+	case err == nil && m.Type == cmDOWN:
+		e = ep.opErr("connection", uct.ErrRemoteNICFailed, errors.New("peer's device was disabled"))
 	case err == nil:
 		e = ep.opErr("connection", uct.ErrConnectionReset, fmt.Errorf("connection manager sent message type %d", m.Type))
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
@@ -630,7 +632,7 @@ func (ep *Endpoint) watchLifeline() {
 	default:
 		e = ep.opErr("connection", uct.ErrConnectionReset, fmt.Errorf("connection manager link ended: %w", err))
 	}
-	ep.asyncErr.Store(&e)
+	ep.asyncErr.CompareAndSwap(nil, &e)
 	ep.qp.Modify(&verbs.QPAttr{State: verbs.QPSErr}, verbs.QPAttrState)
 	ep.it.attention.Store(true)
 	ep.it.Wake()

@@ -93,6 +93,8 @@ type Iface struct {
 	isClosed  atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
+
+	rdmaDisabled atomic.Bool // the device is RDMA-disabled (disable.go)
 }
 
 // passiveQP is the QP an iface created for a peer's endpoint. It receives
@@ -175,10 +177,12 @@ func (it *Iface) open() error {
 	it.wc = make([]verbs.WC, pollBatch)
 	// The link state: a watcher first, then the current status, so no
 	// change is lost in between.
-	if it.linkWatch, err = dev.Watchers.Register(func(e uct.DeviceStatusEvent) { it.linkDown.Store(e.Status != uct.DeviceUp) }); err != nil {
+	if it.linkWatch, err = dev.Watchers.Register(func(e uct.DeviceStatusEvent) { it.deviceStatus(e.Status) }); err != nil {
 		return fmt.Errorf("rc: open iface: %w", err)
 	}
-	it.linkDown.Store(dev.Watchers.Status() != uct.DeviceUp)
+	st := dev.Watchers.Status()
+	it.linkDown.Store(!st.Has(uct.DeviceUp))
+	it.rdmaDisabled.Store(st.Has(uct.DeviceRDMADisabled))
 	local := dev.LocalAddr()
 	if it.cm, err = listenCM(local.Addr(), it.acceptCM); err != nil {
 		return err
@@ -381,6 +385,9 @@ func (it *Iface) Connect(addr []byte, params uct.EPParams) (uct.Endpoint, error)
 	peer := a.String()
 	if it.isClosed.Load() {
 		return nil, uct.NewOpError(transportName, "connect", peer, uct.ErrClosed, nil)
+	}
+	if it.rdmaDisabled.Load() {
+		return nil, uct.NewOpError(transportName, "connect", peer, uct.ErrLocalNICFailed, fmt.Errorf("RDMA disabled on %s", it.dev.Name()))
 	}
 	if it.linkDown.Load() {
 		return nil, uct.NewOpError(transportName, "connect", peer, uct.ErrRouteLost, fmt.Errorf("link of %s is down", it.dev.Name()))

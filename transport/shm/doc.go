@@ -39,9 +39,12 @@
 // process with a pidfd and skips the cell if it is gone. The check runs on
 // the slow path (every 1024 empty polls), never per message.
 //
-// SetDeviceStatus is the administrative switch of the "memory" device:
-// disabling it fails every endpoint with uct.ErrLocalNICFailed, hands
-// queued pending requests their cancellation and refuses new connections.
+// SetDeviceStatus is the administrative switch of the "memory" device
+// (a set of flags: link up or down, RDMA disabled; one event per change):
+// disabling it fails every endpoint with uct.ErrLocalNICFailed, completes
+// its pending requests, releases it, refuses new connections, stops
+// receiving, and makes the peers' endpoints fail with
+// uct.ErrRemoteNICFailed.
 //
 // The package owns its segments, mappings and fds; Close on each object is
 // idempotent.

@@ -406,6 +406,7 @@ type Iface struct {
 	// disabled holds the *error new operations fail with while the
 	// device is down or disabled.
 	disabled atomic.Pointer[error]
+	devMu    sync.Mutex // serialises SetDeviceStatus (disable_linux.go)
 	closeMu  sync.Once
 	cerr     error
 }
@@ -464,8 +465,8 @@ func (it *Iface) SetAMHandler(id uint8, h uct.AMHandler, arg any) error {
 
 // Progress delivers received AMs and dispatches pending requests.
 func (it *Iface) Progress() int {
-	if it.closed.Load() {
-		return 0
+	if it.closed.Load() || it.disabled.Load() != nil {
+		return 0 // a disabled device receives nothing
 	}
 	it.releaseDelivered()
 	n := 0
@@ -554,7 +555,7 @@ func (it *Iface) checkStuck() {
 // receiver is about to sleep so senders wake it.
 func (it *Iface) Arm() error {
 	atomic.StoreUint32(it.rx.wait, 1)
-	if it.rx.ready(it.head) || it.woken.Load() != 0 {
+	if it.rx.ready(it.head) && it.disabled.Load() == nil || it.woken.Load() != 0 {
 		return uct.ErrBusy
 	}
 	return nil
@@ -564,14 +565,14 @@ func (it *Iface) Arm() error {
 func (it *Iface) Wait(ctx context.Context) error {
 	defer atomic.StoreUint32(it.rx.wait, 0)
 	for {
-		if it.woken.Swap(0) != 0 || it.rx.ready(it.head) {
+		if it.woken.Swap(0) != 0 || it.rx.ready(it.head) && it.disabled.Load() == nil {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		v := atomic.LoadUint32(it.rx.futex)
-		if it.woken.Load() != 0 || it.rx.ready(it.head) {
+		if it.woken.Load() != 0 || it.rx.ready(it.head) && it.disabled.Load() == nil {
 			continue
 		}
 		it.rx.sleep(v, 50*time.Millisecond)
@@ -638,54 +639,6 @@ func (it *Iface) Close() error {
 		it.segMu.Unlock()
 	})
 	return it.cerr
-}
-
-// SetDeviceStatus is the administrative switch of the iface's "memory"
-// device, with NetworkDirect's adapter-status semantics. DeviceDown or
-// DeviceRDMADisabled: every endpoint enters its error state with
-// ErrLocalNICFailed (new operations fail fast with it), queued pending
-// requests are released (a uct.PendingCanceler is told ErrCanceled), peer
-// watchers stop, new connections are refused, an EventPortError or
-// EventDeviceFatal event is posted, and the device is marked with the new
-// status for its watchers. DeviceUp allows new connections again; endpoints
-// that failed stay failed (reconnect). The segment itself is released by
-// Close.
-func (it *Iface) SetDeviceStatus(s uct.DeviceStatus) error {
-	if it.closed.Load() {
-		return uct.NewOpError(transportName, "set_device_status", "", uct.ErrClosed, nil)
-	}
-	switch s {
-	case uct.DeviceUp:
-		it.disabled.Store(nil)
-		it.watch.Set(s)
-		return nil
-	case uct.DeviceDown, uct.DeviceRDMADisabled:
-	default:
-		return uct.NewOpError(transportName, "set_device_status", "", uct.ErrInvalidParam, fmt.Errorf("status %v", s))
-	}
-	cause := fmt.Errorf("device memory is %v", s)
-	if !it.disabled.CompareAndSwap(nil, &cause) {
-		it.watch.Set(s)
-		return nil
-	}
-	eps := it.endpoints()
-	for _, ep := range eps {
-		err := error(uct.NewOpError(transportName, "device", ep.name, uct.ErrLocalNICFailed, cause))
-		ep.err.CompareAndSwap(nil, &err)
-		ep.stopWatch()
-		ep.PendingPurge(func(r uct.PendingRequest) {
-			if c, ok := r.(uct.PendingCanceler); ok {
-				c.CancelPending(uct.ErrCanceled)
-			}
-		})
-	}
-	typ := uct.EventPortError
-	if s == uct.DeviceRDMADisabled {
-		typ = uct.EventDeviceFatal
-	}
-	it.events.Post(&uct.Event{Type: typ, Object: "device memory", Owner: it, Err: uct.NewOpError(transportName, "device", "", uct.ErrLocalNICFailed, cause)})
-	it.watch.Set(s)
-	return nil
 }
 
 // Endpoint is a connection to a peer iface.
@@ -876,6 +829,9 @@ func (ep *Endpoint) Err() error {
 func (ep *Endpoint) check(op string) error {
 	if p := ep.err.Load(); p != nil {
 		return uct.NewOpError(transportName, op, ep.name, uct.StatusOf(*p), *p)
+	}
+	if loadU32(ep.seg, hdrDisabled) != 0 {
+		return ep.peerDisabled(op)
 	}
 	return nil
 }

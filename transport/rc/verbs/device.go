@@ -183,6 +183,8 @@ type Device struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	nl     *linkWatch
+
+	rdmaDisabled bool // see SetRDMADisabled (disable.go)
 }
 
 // Open opens a device on a local interface or address.
@@ -385,10 +387,10 @@ func (d *Device) linkChanged(up bool) {
 	obj := "port " + d.name
 	if up {
 		d.postEvent(uct.EventPortActive, obj, d, nil)
-		d.Watchers.Set(uct.DeviceUp)
+		d.Watchers.SetLink(true)
 	} else {
 		d.postEvent(uct.EventPortError, obj, d, fmt.Errorf("verbs: %s: link down: %w", d.name, uct.ErrRouteLost))
-		d.Watchers.Set(uct.DeviceDown)
+		d.Watchers.SetLink(false)
 	}
 }
 

@@ -219,6 +219,10 @@ func (d *Device) runTimers(now int64) {
 // handle processes one received UDP payload.
 func (d *Device) handle(b []byte, src netip.AddrPort) {
 	d.ctr.RxPackets++
+	if d.rdmaDisabled {
+		d.ctr.RxDropped++ // a disabled device receives nothing
+		return
+	}
 	if err := roce.CheckICRC(b, src, d.local); err != nil {
 		d.ctr.RxICRCErrors++
 		return

@@ -177,6 +177,9 @@ func (pd *PD) CreateQP(init QPInitAttr) (*QP, error) {
 	if d.closed || pd.closed {
 		return nil, fmt.Errorf("verbs: create qp: %w", uct.ErrClosed)
 	}
+	if d.rdmaDisabled {
+		return nil, fmt.Errorf("verbs: create qp: RDMA disabled on %s: %w", d.name, uct.ErrLocalNICFailed)
+	}
 	if len(d.qps) > 0xffff-qpnLowFirst {
 		return nil, fmt.Errorf("verbs: create qp: %w", uct.ErrNoResource)
 	}
