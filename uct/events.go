@@ -34,6 +34,15 @@ const (
 	EventPeerFailed
 	// EventEndpointError: an endpoint entered its error state.
 	EventEndpointError
+	// EventSMChange and EventClientReregister are InfiniBand's subnet
+	// manager events; a RoCE device has no subnet manager and never posts
+	// them.
+	EventSMChange
+	EventClientReregister
+	// EventCorruptPacket: packets failed their integrity check (RoCE
+	// ICRC) and were dropped; Err counts them. Posted at most once a
+	// second per device.
+	EventCorruptPacket
 )
 
 var eventNames = map[EventType]string{
@@ -56,6 +65,9 @@ var eventNames = map[EventType]string{
 	EventDeviceFatal:        "device fatal",
 	EventPeerFailed:         "peer process failed",
 	EventEndpointError:      "endpoint error",
+	EventSMChange:           "SM change",
+	EventClientReregister:   "client re-register",
+	EventCorruptPacket:      "corrupt packet",
 }
 
 func (t EventType) String() string {

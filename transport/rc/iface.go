@@ -254,13 +254,16 @@ func (it *Iface) Notify(h uct.NotifyHandler, arg any) error {
 // goroutine): port events go to every iface, QP events to the QP's owner.
 // An event about an endpoint's QP is owned by the endpoint, so that its
 // Close waits for it; it is posted under it.mu, where Close removes the
-// endpoint, so none is posted for an endpoint whose Close has begun.
+// endpoint, so none is posted for an endpoint whose Close has begun. An
+// error of a passive QP (the target side of a peer's endpoint: a refused
+// remote key, a bad request) also reaches the error handler, since no
+// operation of ours reports it.
 func (it *Iface) deviceEvent(e *uct.Event) {
 	ne := &uct.Event{Type: e.Type, Object: e.Object, Owner: it, Err: e.Err}
+	var target error
 	it.mu.Lock()
-	defer it.mu.Unlock()
 	switch e.Type {
-	case uct.EventPortError, uct.EventPortActive, uct.EventDeviceFatal:
+	case uct.EventPortError, uct.EventPortActive, uct.EventDeviceFatal, uct.EventGIDChange, uct.EventCorruptPacket:
 	default:
 		qp, ok := e.Owner.(*verbs.QP)
 		if !ok {
@@ -269,16 +272,24 @@ func (it *Iface) deviceEvent(e *uct.Event) {
 		ep := it.eps[qp.QPNum()]
 		_, passive := it.passive[qp.QPNum()]
 		if ep == nil && !passive {
+			it.mu.Unlock()
 			return
 		}
 		if ep != nil && ep.qp == qp {
 			ne.Endpoint, ne.Owner = ep, ep
+		} else if passive && e.Err != nil {
+			target = uct.NewOpError(transportName, "target", e.Object, uct.OK, e.Err)
 		}
 	}
 	if it.isClosed.Load() {
+		it.mu.Unlock()
 		return
 	}
 	it.events.Post(ne)
+	it.mu.Unlock()
+	if target != nil {
+		it.errh.Call(nil, target)
+	}
 	it.Wake()
 }
 

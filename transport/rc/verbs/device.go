@@ -185,6 +185,11 @@ type Device struct {
 	nl     *linkWatch
 
 	rdmaDisabled bool // see SetRDMADisabled (disable.go)
+	fatal        bool // the socket failed (fault.go)
+	// corrupt-packet events (fault.go): time of the last one (ns since
+	// epoch) and the ICRC error count it reported
+	corruptAt   int64
+	corruptSeen uint64
 }
 
 // Open opens a device on a local interface or address.
@@ -243,7 +248,7 @@ func Open(cfg Config) (*Device, error) {
 			d.state, st = PortDown, uct.DeviceDown
 		}
 		d.Watchers.Init(name, st)
-	}, d.linkChanged)
+	}, d.linkChanged, d.gidChanged)
 	if err != nil {
 		d.sock.close()
 		return nil, fmt.Errorf("verbs: open %s: link watch: %w", name, err)
@@ -368,6 +373,16 @@ func (d *Device) rand() uint64 { return d.rng.Uint64() }
 
 func (d *Device) postEvent(t uct.EventType, object string, owner any, err error) {
 	d.events.Post(&uct.Event{Type: t, Object: object, Owner: owner, Err: err})
+}
+
+// gidChanged runs on the link watcher's goroutine when an address of the
+// netdev was added or removed: the port's GID table changed.
+func (d *Device) gidChanged() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.closed {
+		d.postEvent(uct.EventGIDChange, "port "+d.name, d, nil)
+	}
 }
 
 // linkChanged runs on the link watcher's goroutine.
