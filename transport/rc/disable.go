@@ -22,7 +22,7 @@ func (it *Iface) SetRDMADisabled(disabled bool) error {
 // were flushed by the device), new connections are refused, and the peers
 // are told with a DOWN message on every connection manager link, so that
 // their endpoints fail with uct.ErrRemoteNICFailed at once instead of
-// after their retries.
+// after their retries; the passive QPs of those links are released.
 func (it *Iface) deviceStatus(s uct.DeviceStatus) {
 	it.linkDown.Store(!s.Has(uct.DeviceUp))
 	disabled := s.Has(uct.DeviceRDMADisabled)
@@ -47,8 +47,10 @@ func (it *Iface) deviceStatus(s uct.DeviceStatus) {
 	it.Wake()
 }
 
-// down sends DOWN on every established connection: the requesters' endpoints
-// learn that this side's device was disabled.
+// down sends DOWN on every established connection, so that the
+// requesters' endpoints learn that this side's device was disabled, and
+// closes it: its handler then releases the passive QP. The listener stays
+// open; while the device is disabled, requests are rejected.
 func (s *cmServer) down() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -56,6 +58,7 @@ func (s *cmServer) down() {
 		if qpn != 0 {
 			c.SetWriteDeadline(time.Now().Add(cmByeTimeout))
 			c.Write((&cmMsg{Type: cmDOWN, QPN: qpn}).encode())
+			c.Close()
 		}
 	}
 }

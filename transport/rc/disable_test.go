@@ -136,6 +136,14 @@ func TestRDMADisabled(t *testing.T) {
 	if got != 0 {
 		t.Errorf("a disabled device received %d AMs", got)
 	}
+	// The passive QP that served the peer's endpoint is released.
+	passive := func() int { a.mu.Lock(); defer a.mu.Unlock(); return len(a.passive) }
+	for passive() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d passive QPs still held by the disabled iface", passive())
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if err := a.SetRDMADisabled(false); err != nil {
 		t.Fatal(err)
 	}
