@@ -50,6 +50,13 @@ func TestEndpointCloseWaitsForAcks(t *testing.T) {
 	if ev.Endpoint != ep || ev.Owner != ep {
 		t.Fatalf("event %v: endpoint %p, owner %T; want the endpoint for both", ev, ev.Endpoint, ev.Owner)
 	}
+	// A canceled wait gives up at once, with a short error.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := ep.(*Endpoint).CloseContext(ctx); !errors.Is(err, uct.ErrTimedOut) || !errors.Is(err, context.Canceled) || len(err.Error()) > 200 {
+		t.Fatalf("CloseContext with a canceled context: %v", err)
+	}
+	// Close again: it waits for the ack this time.
 	done := make(chan error, 1)
 	go func() { done <- ep.Close() }()
 	select {

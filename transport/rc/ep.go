@@ -1,6 +1,7 @@
 package rc
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -568,10 +569,19 @@ func (ep *Endpoint) dispatch() int {
 // Close sends DREQ so the peer destroys its QP, moves the QP to ERR and
 // completes every outstanding operation with ErrCanceled. It returns once
 // the async events that name the endpoint and were received have been
-// acked (at most verbs.AckWait).
+// acked (at most verbs.AckWait; see CloseContext).
 func (ep *Endpoint) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), verbs.AckWait)
+	defer cancel()
+	return ep.CloseContext(ctx)
+}
+
+// CloseContext is Close with the wait for acks bounded by ctx; when ctx
+// ends first, the endpoint is closed all the same and the error wraps
+// uct.ErrTimedOut. A later Close only waits for the acks again.
+func (ep *Endpoint) CloseContext(ctx context.Context) error {
 	if ep.closed {
-		return nil
+		return ep.it.events.WaitAcksContext(ctx, ep)
 	}
 	ep.closed = true
 	ep.closing.Store(true)
@@ -604,7 +614,7 @@ func (ep *Endpoint) Close() error {
 	delete(it.eps, ep.qp.QPNum())
 	it.mu.Unlock()
 	// The endpoint's events name it: wait until those received are acked.
-	return multierr.Append(ep.qp.Close(), it.events.WaitAcks(ep, verbs.AckWait))
+	return multierr.Append(ep.qp.CloseContext(ctx), it.events.WaitAcksContext(ctx, ep))
 }
 
 // watchLifeline waits for the connection manager connection to end. The
