@@ -29,13 +29,14 @@ func (d *Device) corruptLocked(src string, err error) {
 		fmt.Errorf("verbs: %s: %d packets with a bad ICRC, the last from %s: %w: %w", d.name, n, src, err, uct.ErrDataCorrupt))
 }
 
-// rxFailedLocked handles an error of the socket's receive call. EAGAIN and
-// EINTR are no errors; any other error means the socket is gone (closed
-// under the device, not a socket any more): the device is dead. Every QP
-// goes to ERR, the device stops receiving and refuses new QPs, and
-// EventDeviceFatal is posted once.
+// rxFailedLocked handles an error of the socket's receive call. Errors
+// that say the descriptor is no longer a usable socket (EBADF, ENOTSOCK,
+// EINVAL) mean the device is dead: every QP goes to ERR, the device stops
+// receiving and refuses new QPs, and EventDeviceFatal is posted once.
+// Others (EAGAIN, a transient shortage, an ICMP error) are not fatal: the
+// next receive tries again.
 func (d *Device) rxFailedLocked(err error) {
-	if err == nil || errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) || d.fatal {
+	if err == nil || d.fatal || !(errors.Is(err, unix.EBADF) || errors.Is(err, unix.ENOTSOCK) || errors.Is(err, unix.EINVAL)) {
 		return
 	}
 	d.fatal = true
