@@ -172,8 +172,5 @@ func TestWriterKilledMidCell(t *testing.T) {
 	if self.rx.stuckOwner(self.head) != 0 {
 		t.Fatal("head still stuck")
 	}
-	epO.AMShort(amQuit, 0, nil)
-	if err := other.cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
+	quitChild(t, it, epO, other)
 }
