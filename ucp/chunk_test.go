@@ -120,8 +120,7 @@ func TestChunkStallFailRC(t *testing.T) {
 				_, ok := nd.w.TagProbe(tag, exact, false)
 				return ok
 			})
-			nd.must(nd.procs[1].Process.Signal(syscallSIGSTOP))
-			defer nd.procs[1].Process.Signal(syscallSIGCONT)
+			nd.stopChild(1)
 			calls := 0
 			buf := make([]byte, 4<<20)
 			r := nd.w.TagRecv(buf, tag, exact, &Params{Callback: func(*Request) { calls++ }})

@@ -249,7 +249,7 @@ func (ep *Endpoint) sendWireup() {
 	switch {
 	case err == nil:
 		ep.wireupDue = false
-	case err == uct.ErrNoResource:
+	case retryLater(err):
 		ep.w.toBacklog(ep)
 	default:
 		ep.w.failEP(ep, err)
@@ -405,11 +405,13 @@ func (w *Worker) dispatch(r *Request) error {
 			w.complete(r, nil)
 		}
 	}
-	if err == uct.ErrNoResource {
+	if retryLater(err) {
+		// queued or not, r waits at the head of the queue (post queues a
+		// new request that met uct.ErrNoResource)
 		if queued {
 			ep.queue.pushFront(r)
 		}
-		return err
+		return uct.ErrNoResource
 	}
 	if err != nil {
 		w.complete(r, opErr(kindOp[r.kind], ep.name, err))

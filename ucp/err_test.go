@@ -715,8 +715,7 @@ func TestErrForceClose(t *testing.T) {
 				nd := tlsWorld(t, tls, 2, "rma", c.cfg, c.env(tls)...)
 				ep := nd.eps[1]
 				keys := recvKeys(t, nd, 1)
-				nd.must(nd.procs[1].Process.Signal(syscallSIGSTOP))
-				defer nd.procs[1].Process.Signal(syscallSIGCONT)
+				nd.stopChild(1)
 				var reqs []*Request
 				for i := 0; i < 4; i++ {
 					reqs = append(reqs, ep.TagSend(pattern(100000, byte(i)), mkTag(0, tagX), nil))
@@ -812,7 +811,6 @@ func TestErrWorkerClose(t *testing.T) {
 }
 
 const (
-	syscallSIGSTOP = syscall.SIGSTOP
 	syscallSIGCONT = syscall.SIGCONT
 )
 

@@ -171,8 +171,7 @@ func TestForceCloseRCThreadSafe(t *testing.T) {
 			nd := netnsWorld(t, "rma", cfg, EnvErrMode+"=peer")
 			ep := nd.eps[1]
 			keys := recvKeys(t, nd, 1)
-			nd.must(nd.procs[1].Process.Signal(syscallSIGSTOP))
-			defer nd.procs[1].Process.Signal(syscallSIGCONT)
+			nd.stopChild(1)
 			var old uint64
 			reqs := []*Request{
 				ep.Get(make([]byte, 1<<20), keys[0].addr, keys[0].key, nil),

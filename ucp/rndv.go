@@ -177,7 +177,7 @@ func (w *Worker) postChunks(r *Request) {
 			continue
 		}
 		r.comp.Count--
-		if err == uct.ErrNoResource || err == uct.ErrBusy {
+		if retryLater(err) || err == uct.ErrBusy {
 			if r.list != &ep.stalled {
 				if r.list != nil {
 					r.list.remove(r)

@@ -123,6 +123,7 @@ type Worker struct {
 	amu    sync.Mutex
 	async  []asyncErr
 	asyncN atomic.Int32
+	evd    eventDrain // events.go
 
 	idleTick uint32      // Progress calls, for polling idle ifaces
 	pollIdle atomic.Bool // poll idle ifaces on the next Progress
@@ -178,6 +179,7 @@ func (c *Context) NewWorker() (*Worker, error) {
 		}
 	}
 	w.addr = a.Pack()
+	w.startEventDrain()
 	if c.cfg.ErrorMode == ErrorModePeer && c.cfg.KeepaliveInterval > 0 {
 		w.kaStop, w.kaDone = make(chan struct{}), make(chan struct{})
 		go w.keepaliveTimer(c.cfg.KeepaliveInterval)
@@ -657,6 +659,7 @@ func (w *Worker) Close() error {
 		close(w.kaStop)
 		<-w.kaDone
 	}
+	w.stopEventDrain()
 	err := regErr
 	if w.safe {
 		w.acquireT()

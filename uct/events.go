@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -35,6 +34,15 @@ const (
 	EventPeerFailed
 	// EventEndpointError: an endpoint entered its error state.
 	EventEndpointError
+	// EventSMChange and EventClientReregister are InfiniBand's subnet
+	// manager events; a RoCE device has no subnet manager and never posts
+	// them.
+	EventSMChange
+	EventClientReregister
+	// EventCorruptPacket: packets failed their integrity check (RoCE
+	// ICRC) and were dropped; Err counts them. Posted at most once a
+	// second per device.
+	EventCorruptPacket
 )
 
 var eventNames = map[EventType]string{
@@ -57,6 +65,9 @@ var eventNames = map[EventType]string{
 	EventDeviceFatal:        "device fatal",
 	EventPeerFailed:         "peer process failed",
 	EventEndpointError:      "endpoint error",
+	EventSMChange:           "SM change",
+	EventClientReregister:   "client re-register",
+	EventCorruptPacket:      "corrupt packet",
 }
 
 func (t EventType) String() string {
@@ -222,11 +233,19 @@ func (q *EventQueue) ack(e *Event) {
 
 // WaitAcks waits until every event of owner (queued or delivered) has been
 // acked, or timeout passes. Queued, never delivered events of owner are
-// discarded first: nobody can ack what nobody got. It returns ErrTimedOut
-// with the number of missing acks if they did not come.
+// discarded first: nobody can ack what nobody got. It returns an error
+// wrapping ErrTimedOut with the number of missing acks if they did not
+// come.
 func (q *EventQueue) WaitAcks(owner any, timeout time.Duration) error {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return q.WaitAcksContext(ctx, owner)
+}
+
+// WaitAcksContext is WaitAcks bounded by ctx instead of a timeout. The
+// error names the owner by its type only: an owner's printed value may be
+// large and is not safe to read while other goroutines change it.
+func (q *EventQueue) WaitAcksContext(ctx context.Context, owner any) error {
 	q.mu.Lock()
 	q.initLocked()
 	if q.queued[owner] > 0 {
@@ -252,8 +271,8 @@ func (q *EventQueue) WaitAcks(owner any, timeout time.Duration) error {
 		q.mu.Unlock()
 		select {
 		case <-c:
-		case <-deadline.C:
-			return fmt.Errorf("%d async events of %v not acked: %w", n, owner, ErrTimedOut)
+		case <-ctx.Done():
+			return fmt.Errorf("%d async events of %T not acked: %w: %w", n, owner, ErrTimedOut, ctx.Err())
 		}
 		q.mu.Lock()
 		q.initLocked()
@@ -313,96 +332,13 @@ func (s *ErrorHandlerSlot) Call(ep Endpoint, err error) {
 	h(arg, ep, err)
 }
 
-// Notifier implements Iface.Notify (VipCQNotify) for a transport. The
-// transport calls Completed once per completion (from Progress) and Cancel
-// on close.
-type Notifier struct {
-	mu       sync.Mutex
-	handlers []notifyEntry
-	ready    int // completions seen with no handler waiting
-	closed   bool
-	// idle is set (under mu) while no handler waits and a completion is
-	// remembered, so that Completed, called on every Progress that found
-	// something, has nothing to do and skips the lock. Notify clears it
-	// before it takes the remembered completion.
-	idle atomic.Bool
-}
-
-type notifyEntry struct {
-	h   func(arg any, err error)
-	arg any
-}
-
-// Notify runs h now if a completion is waiting, else queues it.
-func (n *Notifier) Notify(h func(arg any, err error), arg any) error {
-	if h == nil {
-		return ErrInvalidParam
-	}
-	n.mu.Lock()
-	if n.closed {
-		n.mu.Unlock()
-		return ErrClosed
-	}
-	if n.ready > 0 {
-		n.idle.Store(false)
-		n.ready--
-		n.mu.Unlock()
-		h(arg, nil)
-		return nil
-	}
-	n.handlers = append(n.handlers, notifyEntry{h, arg})
-	n.mu.Unlock()
-	return nil
-}
-
-// Completed reports count completions: the oldest waiting handlers run,
-// one per completion; completions with no handler are remembered for the
-// next Notify (capped, since one is enough to make Notify run at once).
-func (n *Notifier) Completed(count int) {
-	if n.idle.Load() {
-		return
-	}
-	for ; count > 0; count-- {
-		n.mu.Lock()
-		if len(n.handlers) == 0 {
-			if n.ready == 0 {
-				n.ready = 1
-			}
-			n.idle.Store(true)
-			n.mu.Unlock()
-			return
-		}
-		e := n.handlers[0]
-		n.handlers = n.handlers[1:]
-		n.mu.Unlock()
-		e.h(e.arg, nil)
-	}
-}
-
-// Waiting returns the number of queued handlers.
-func (n *Notifier) Waiting() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return len(n.handlers)
-}
-
-// Cancel runs every queued handler with ErrCanceled and refuses new ones.
-func (n *Notifier) Cancel() {
-	n.mu.Lock()
-	hs := n.handlers
-	n.handlers = nil
-	n.closed = true
-	n.mu.Unlock()
-	for _, e := range hs {
-		e.h(e.arg, ErrCanceled)
-	}
-}
-
-// DeviceStatus is a device's state as a watcher sees it.
+// DeviceStatus is a device's state as a watcher sees it: a set of flags
+// (NetworkDirect's adapter status). The link is DeviceUp or DeviceDown;
+// DeviceRDMADisabled may be set with either.
 type DeviceStatus int
 
 const (
-	DeviceUp DeviceStatus = iota + 1
+	DeviceUp DeviceStatus = 1 << iota
 	DeviceDown
 	// DeviceRDMADisabled: the device is present but may not be used; new
 	// operations fail, pending ones are canceled or flushed, resources
@@ -410,16 +346,33 @@ const (
 	DeviceRDMADisabled
 )
 
+// Has reports whether every flag of f is set in s.
+func (s DeviceStatus) Has(f DeviceStatus) bool { return s&f == f }
+
+// Usable reports whether operations may run: link up, RDMA not disabled.
+func (s DeviceStatus) Usable() bool { return s.Has(DeviceUp) && !s.Has(DeviceRDMADisabled) }
+
 func (s DeviceStatus) String() string {
-	switch s {
-	case DeviceUp:
-		return "up"
-	case DeviceDown:
-		return "down"
-	case DeviceRDMADisabled:
-		return "rdma-disabled"
+	out := ""
+	for _, f := range []struct {
+		flag DeviceStatus
+		name string
+	}{{DeviceUp, "up"}, {DeviceDown, "down"}, {DeviceRDMADisabled, "rdma-disabled"}} {
+		if s&f.flag != 0 {
+			if out != "" {
+				out += "|"
+			}
+			out += f.name
+			s &^= f.flag
+		}
 	}
-	return fmt.Sprintf("device-status(%d)", int(s))
+	if s != 0 || out == "" {
+		if out != "" {
+			out += "|"
+		}
+		out += fmt.Sprintf("device-status(%#x)", int(s))
+	}
+	return out
 }
 
 // DeviceStatusEvent is delivered to a device watcher.
@@ -493,12 +446,21 @@ func (d *DeviceWatchers) Register(fn func(DeviceStatusEvent)) (*Watch, error) {
 // so the last event a watcher saw is the current status. A watcher must
 // not call Set.
 func (d *DeviceWatchers) Set(status DeviceStatus) {
+	d.Change(func(DeviceStatus) DeviceStatus { return status })
+}
+
+// Change applies f to the status, atomically with respect to other
+// changes, and tells every watcher if the status changed (as Set does). It
+// returns the old and the new status.
+func (d *DeviceWatchers) Change(f func(old DeviceStatus) DeviceStatus) (old, status DeviceStatus) {
 	d.deliver.Lock()
 	defer d.deliver.Unlock()
 	d.mu.Lock()
-	if d.status == status {
+	old = d.status
+	status = f(old)
+	if old == status {
 		d.mu.Unlock()
-		return
+		return old, status
 	}
 	d.status = status
 	fns := make([]func(DeviceStatusEvent), 0, len(d.watches))
@@ -510,4 +472,27 @@ func (d *DeviceWatchers) Set(status DeviceStatus) {
 	for _, fn := range fns {
 		fn(ev)
 	}
+	return old, status
+}
+
+// SetLink changes the link flag (DeviceUp or DeviceDown), keeping
+// DeviceRDMADisabled.
+func (d *DeviceWatchers) SetLink(up bool) (old, status DeviceStatus) {
+	return d.Change(func(s DeviceStatus) DeviceStatus {
+		s &^= DeviceUp | DeviceDown
+		if up {
+			return s | DeviceUp
+		}
+		return s | DeviceDown
+	})
+}
+
+// SetRDMADisabled sets or clears DeviceRDMADisabled, keeping the link flag.
+func (d *DeviceWatchers) SetRDMADisabled(disabled bool) (old, status DeviceStatus) {
+	return d.Change(func(s DeviceStatus) DeviceStatus {
+		if disabled {
+			return s | DeviceRDMADisabled
+		}
+		return s &^ DeviceRDMADisabled
+	})
 }

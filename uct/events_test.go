@@ -305,74 +305,6 @@ func TestDefaultErrorHandlerText(t *testing.T) {
 	}
 }
 
-func TestNotifier(t *testing.T) {
-	var n Notifier
-	var order []string
-	var errs []error
-	h := func(arg any, err error) { order = append(order, arg.(string)); errs = append(errs, err) }
-	if err := n.Notify(nil, nil); !errors.Is(err, ErrInvalidParam) {
-		t.Errorf("Notify(nil) = %v", err)
-	}
-	// No completion yet: queued.
-	n.Notify(h, "a")
-	n.Notify(h, "b")
-	n.Notify(h, "c")
-	if len(order) != 0 || n.Waiting() != 3 {
-		t.Fatalf("handlers ran before a completion: %v, waiting %d", order, n.Waiting())
-	}
-	n.Completed(1)
-	if len(order) != 1 || order[0] != "a" {
-		t.Fatalf("one completion ran %v, want [a]", order)
-	}
-	n.Completed(5) // runs b, c; the rest is remembered as one
-	if strings.Join(order, "") != "abc" {
-		t.Fatalf("handlers ran as %v, want in completion order a b c", order)
-	}
-	// A completion is there: runs now, with nil.
-	n.Notify(h, "now")
-	if len(order) != 4 || order[3] != "now" || errs[3] != nil {
-		t.Fatalf("Notify with a waiting completion: %v %v", order, errs)
-	}
-	// Only one completion was remembered.
-	n.Notify(h, "later")
-	if len(order) != 4 || n.Waiting() != 1 {
-		t.Fatalf("second Notify ran at once: %v", order)
-	}
-	n.Notify(h, "later2")
-	n.Cancel()
-	if len(order) != 6 || !errors.Is(errs[4], ErrCanceled) || !errors.Is(errs[5], ErrCanceled) || order[4] != "later" {
-		t.Fatalf("Cancel ran %v with %v", order[4:], errs[4:])
-	}
-	if err := n.Notify(h, "x"); !errors.Is(err, ErrClosed) {
-		t.Errorf("Notify after Cancel = %v, want ErrClosed", err)
-	}
-	n.Completed(1)
-	if len(order) != 6 {
-		t.Error("handler ran after Cancel")
-	}
-}
-
-func TestNotifierHandlerMayRenotify(t *testing.T) {
-	var n Notifier
-	count := 0
-	var h func(any, error)
-	h = func(any, error) {
-		count++
-		if count < 3 {
-			if err := n.Notify(h, nil); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	n.Notify(h, nil)
-	n.Completed(1)
-	n.Completed(1)
-	n.Completed(1)
-	if count != 3 {
-		t.Errorf("re-arming handler ran %d times over 3 completions, want 3", count)
-	}
-}
-
 func TestDeviceWatchers(t *testing.T) {
 	var d DeviceWatchers
 	d.Init("eth0", DeviceUp)
@@ -408,7 +340,7 @@ func TestDeviceWatchers(t *testing.T) {
 	if nilw.Close() != nil {
 		t.Error("nil Watch.Close")
 	}
-	for s, str := range map[DeviceStatus]string{DeviceUp: "up", DeviceDown: "down", DeviceRDMADisabled: "rdma-disabled", 9: "device-status(9)"} {
+	for s, str := range map[DeviceStatus]string{DeviceUp: "up", DeviceDown: "down", DeviceRDMADisabled: "rdma-disabled", DeviceDown | DeviceRDMADisabled: "down|rdma-disabled", 9: "up|device-status(0x8)", 0: "device-status(0x0)"} {
 		if s.String() != str {
 			t.Errorf("%d.String() = %q, want %q", int(s), s.String(), str)
 		}

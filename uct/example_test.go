@@ -31,7 +31,7 @@ func ExampleStatus_Remedy() {
 	// Output:
 	// no resources available: retry (endpoint fatal: false)
 	// invalid parameter: fix-call (endpoint fatal: false)
-	// route to peer lost: reconnect (endpoint fatal: true)
+	// route to peer lost: retry (endpoint fatal: false)
 	// local NIC failed: iface-dead (endpoint fatal: true)
 }
 
@@ -69,14 +69,20 @@ func ExampleEventQueue() {
 
 func ExampleNotifier() {
 	var n uct.Notifier
-	h := func(arg any, err error) { fmt.Println(arg, err) }
-	n.Notify(h, "first")  // no completion yet: queued
-	n.Notify(h, "second") // queued behind first
-	n.Completed(1)        // one completion runs one handler
-	n.Cancel()            // closing cancels the rest
+	h := func(arg any, c uct.CompletionInfo, err error) { fmt.Println(arg, c.Queue, err) }
+	n.Notify(h, "first")                                   // no completion yet: queued
+	n.Completed(uct.CompletionInfo{Queue: uct.NotifyRecv}) // one completion runs one handler
+	n.Completed(uct.CompletionInfo{Queue: uct.NotifySend}) // no handler waits: remembered
+	n.Completed(uct.CompletionInfo{Queue: uct.NotifyRecv}) // remembered after it
+	n.Notify(h, "second")                                  // runs now, with the oldest
+	n.Notify(h, "third")                                   // runs now, with the next
+	n.Notify(h, "fourth")                                  // nothing waits: queued
+	n.Cancel()                                             // closing cancels the rest
 	// Output:
-	// first <nil>
-	// second request canceled
+	// first recv <nil>
+	// second send <nil>
+	// third recv <nil>
+	// fourth queue(0) request canceled
 }
 
 func ExampleDeviceWatchers() {

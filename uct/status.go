@@ -55,10 +55,15 @@ const (
 	ErrRemoteNICFailed
 	// ErrRemoteNICReinit: the peer's device is being re-initialised; reconnect later.
 	ErrRemoteNICReinit
-	// ErrRouteLost: no path to the peer (link down, address gone).
+	// ErrRouteLost: no path to the peer now (link down, address gone); the
+	// path may come back, so wait and retry: the endpoint is not failed.
 	ErrRouteLost
 	// ErrPeerFailed: the peer process died.
 	ErrPeerFailed
+	// ErrUnknown: an error that carries no status reached uct's contract;
+	// it names no broken part, so it is a bug of ucgo or of its caller.
+	// New statuses go after it: ucp carries status numbers on the wire.
+	ErrUnknown
 
 	numStatus
 )
@@ -92,6 +97,7 @@ var statusNames = [...]string{
 	ErrRemoteNICReinit:  "remote NIC needs re-init",
 	ErrRouteLost:        "route to peer lost",
 	ErrPeerFailed:       "peer process failed",
+	ErrUnknown:          "unknown error",
 }
 
 // Error returns the status's stable string.
@@ -124,9 +130,12 @@ const (
 	RemedyEndpointDead
 	// RemedyIfaceDead: give up on the whole iface.
 	RemedyIfaceDead
+	// RemedyReportBug: the error names no known failure; it is a bug to
+	// report. The endpoint that returned it is treated as failed.
+	RemedyReportBug
 )
 
-var remedyNames = [...]string{"none", "fix-call", "retry", "reinit-local", "reconnect", "endpoint-dead", "iface-dead"}
+var remedyNames = [...]string{"none", "fix-call", "retry", "reinit-local", "reconnect", "endpoint-dead", "iface-dead", "report-bug"}
 
 func (r Remedy) String() string {
 	if r >= 0 && int(r) < len(remedyNames) {
@@ -143,34 +152,37 @@ func (s Status) Remedy() Remedy {
 	case ErrInvalidParam, ErrUnsupported, ErrMessageTruncated, ErrLocalProtection,
 		ErrInvalidAddress, ErrOverrun, ErrCanceled:
 		return RemedyFixCall
-	case ErrNoResource, ErrBusy, ErrNoMemory, ErrRNRRetryExceeded, ErrDataCorrupt, ErrRemoteNICReinit:
+	case ErrNoResource, ErrBusy, ErrNoMemory, ErrRNRRetryExceeded, ErrDataCorrupt, ErrRemoteNICReinit, ErrRouteLost:
 		return RemedyRetry
 	case ErrLocalNICReinit:
 		return RemedyReinitLocal
-	case ErrTimedOut, ErrEndpointTimeout, ErrConnectionReset, ErrUnreachable, ErrRouteLost,
+	case ErrTimedOut, ErrEndpointTimeout, ErrConnectionReset, ErrUnreachable,
 		ErrFlushed, ErrRemoteProtection, ErrRemoteOperation:
 		return RemedyReconnect
 	case ErrRemoteNICFailed, ErrPeerFailed, ErrClosed:
 		return RemedyEndpointDead
 	case ErrLocalNICFailed:
 		return RemedyIfaceDead
+	case ErrUnknown:
+		return RemedyReportBug
 	}
-	return RemedyEndpointDead
+	return RemedyReportBug
 }
 
 // IsEndpointFatal reports whether s leaves the endpoint that produced it
 // unusable (it must be closed; a new one may be created).
 func (s Status) IsEndpointFatal() bool {
 	switch s.Remedy() {
-	case RemedyReconnect, RemedyEndpointDead, RemedyIfaceDead, RemedyReinitLocal:
+	case RemedyReconnect, RemedyEndpointDead, RemedyIfaceDead, RemedyReinitLocal, RemedyReportBug:
 		return true
 	}
 	return false
 }
 
 // StatusOf returns the Status carried by err: OK for nil, the status found
-// with errors.As, ErrUnsupported for errors.ErrUnsupported, and
-// ErrConnectionReset for any other error (an unknown failure of the path).
+// with errors.As, ErrUnsupported for errors.ErrUnsupported, and ErrUnknown
+// for any other error: an error without a status names no broken part, so
+// it is reported as a bug rather than disguised as a path failure.
 func StatusOf(err error) Status {
 	if err == nil {
 		return OK
@@ -182,7 +194,7 @@ func StatusOf(err error) Status {
 	if errors.Is(err, errors.ErrUnsupported) {
 		return ErrUnsupported
 	}
-	return ErrConnectionReset
+	return ErrUnknown
 }
 
 // RemedyOf returns the remedy class of err (RemedyNone for nil).

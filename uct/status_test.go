@@ -60,12 +60,13 @@ func TestRemedyClasses(t *testing.T) {
 		ErrLocalNICReinit:   RemedyReinitLocal,
 		ErrTimedOut:         RemedyReconnect,
 		ErrEndpointTimeout:  RemedyReconnect,
-		ErrRouteLost:        RemedyReconnect,
+		ErrRouteLost:        RemedyRetry,
 		ErrRemoteProtection: RemedyReconnect,
 		ErrRemoteNICReinit:  RemedyRetry,
 		ErrPeerFailed:       RemedyEndpointDead,
 		ErrRemoteNICFailed:  RemedyEndpointDead,
 		ErrLocalNICFailed:   RemedyIfaceDead,
+		ErrUnknown:          RemedyReportBug,
 	}
 	for s, want := range cases {
 		if got := s.Remedy(); got != want {
@@ -74,13 +75,13 @@ func TestRemedyClasses(t *testing.T) {
 	}
 	for s := OK; s < numStatus; s++ {
 		r := s.Remedy()
-		if r < RemedyNone || r > RemedyIfaceDead {
+		if r < RemedyNone || r > RemedyReportBug {
 			t.Errorf("%q has remedy %d out of range", s, int(r))
 		}
 		if (s == OK || s == ErrInProgress) != (r == RemedyNone) {
 			t.Errorf("%q: remedy %v; only OK and in-progress need none", s, r)
 		}
-		fatal := r == RemedyReconnect || r == RemedyEndpointDead || r == RemedyIfaceDead || r == RemedyReinitLocal
+		fatal := r == RemedyReconnect || r == RemedyEndpointDead || r == RemedyIfaceDead || r == RemedyReinitLocal || r == RemedyReportBug
 		if s.IsEndpointFatal() != fatal {
 			t.Errorf("%q: IsEndpointFatal %v, remedy %v", s, s.IsEndpointFatal(), r)
 		}
@@ -89,7 +90,7 @@ func TestRemedyClasses(t *testing.T) {
 		t.Error("back-pressure must not be fatal; peer failure must be")
 	}
 	names := map[string]bool{}
-	for r := RemedyNone; r <= RemedyIfaceDead; r++ {
+	for r := RemedyNone; r <= RemedyReportBug; r++ {
 		if names[r.String()] {
 			t.Errorf("duplicate remedy name %q", r)
 		}
@@ -148,9 +149,9 @@ func TestOpErrorMatching(t *testing.T) {
 	if outer.Status != ErrUnreachable || !errors.Is(outer, ErrUnreachable) {
 		t.Errorf("NewOpError with OK status took %v", outer.Status)
 	}
-	// A cause with no status gives connection reset.
-	if NewOpError("rc", "put", "", OK, errors.New("boom")).Status != ErrConnectionReset {
-		t.Error("unknown cause should map to ErrConnectionReset")
+	// A cause with no status gives the unknown-error status.
+	if NewOpError("rc", "put", "", OK, errors.New("boom")).Status != ErrUnknown {
+		t.Error("unknown cause should map to ErrUnknown")
 	}
 }
 
@@ -163,7 +164,7 @@ func TestStatusOf(t *testing.T) {
 		{ErrNoResource, ErrNoResource},
 		{fmt.Errorf("x: %w", ErrTimedOut), ErrTimedOut},
 		{fmt.Errorf("x: %w", errors.ErrUnsupported), ErrUnsupported},
-		{fs.ErrNotExist, ErrConnectionReset},
+		{fs.ErrNotExist, ErrUnknown},
 		{errors.Join(errors.New("a"), ErrRouteLost), ErrRouteLost},
 	}
 	for _, c := range cases {
@@ -173,6 +174,34 @@ func TestStatusOf(t *testing.T) {
 	}
 	if RemedyOf(nil) != RemedyNone {
 		t.Error("RemedyOf(nil) != RemedyNone")
+	}
+}
+
+// TestStatusOfUnknownIsABug: an error that carries no status is not a path
+// failure; its status says so and its remedy is to report a bug, not to
+// reconnect. Its number follows every older status, since ucp carries
+// status numbers on the wire.
+func TestStatusOfUnknownIsABug(t *testing.T) {
+	err := fmt.Errorf("decode: %w", errors.New("index out of range"))
+	st := StatusOf(err)
+	if st != ErrUnknown {
+		t.Fatalf("StatusOf(plain error) = %q, want %q", st, ErrUnknown)
+	}
+	if st.Remedy() != RemedyReportBug || RemedyOf(err) != RemedyReportBug {
+		t.Errorf("remedy of an unknown error = %v, want %v", st.Remedy(), RemedyReportBug)
+	}
+	if st.Remedy() == RemedyReconnect || errors.Is(st, ErrConnectionReset) {
+		t.Error("an unknown error must not read as a connection reset")
+	}
+	if !st.IsEndpointFatal() {
+		t.Error("an unknown error leaves the endpoint in an unknown state: it must count as fatal")
+	}
+	if RemedyReportBug.String() != "report-bug" {
+		t.Errorf("RemedyReportBug = %q", RemedyReportBug)
+	}
+	// Wire-stable numbering: the codes ucp has always sent keep their values.
+	if int(ErrPeerFailed) != 27 || int(ErrUnknown) != 28 {
+		t.Errorf("status numbers moved: PeerFailed %d, Unknown %d", int(ErrPeerFailed), int(ErrUnknown))
 	}
 }
 

@@ -222,12 +222,13 @@ type Iface interface {
 	Wait(ctx context.Context) error
 	// Wake makes a concurrent Wait return; safe from any goroutine.
 	Wake()
-	// Notify is VipCQNotify: if a completion has already arrived since the
-	// last Notify, h runs now with nil; otherwise h is queued and runs (in
-	// Progress) at the next completion. Several handlers run in the order
-	// completions arrive, one per completion. Close runs queued handlers
-	// with ErrCanceled.
-	Notify(h func(arg any, err error), arg any) error
+	// Notify is VipCQNotify: each completion runs one handler, in
+	// completion order. If completions are waiting (up to NotifyBacklog are
+	// remembered), h runs now with the oldest; otherwise h is queued and
+	// runs (in Progress) at the next completion. h learns the queue (send
+	// or receive) and, for a send, the endpoint. Close runs queued
+	// handlers with ErrCanceled.
+	Notify(h NotifyHandler, arg any) error
 	// Flush completes when every operation posted on this iface so far has
 	// completed remotely. It returns nil if there is nothing outstanding,
 	// ErrInProgress if comp will be invoked.

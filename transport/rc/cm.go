@@ -28,11 +28,13 @@ const (
 	cmREP  = 2
 	cmREJ  = 3
 	cmDREQ = 4
+	cmDOWN = 5 // DREQ because the sender's device was disabled
 
 	cmREQLen  = 16 + 2 + 4 + 4 + 2 + 8 + 8 + 2 // gid udp qpn psn mtu nonce dstnonce window
 	cmREPLen  = 4 + 4 + 2 + 8 + 2              // qpn psn mtu nonce window
 	cmREJLen  = 1
 	cmDREQLen = 4
+	cmDOWNLen = 4
 	cmMaxBody = cmREQLen
 )
 
@@ -49,7 +51,7 @@ type cmMsg struct {
 	Type     uint8
 	GID      netip.Addr // REQ: requester's IPv4 address
 	UDPPort  uint16     // REQ: requester's RoCEv2 UDP port
-	QPN      uint32     // REQ, REP: sender's QP number; DREQ: the passive QP
+	QPN      uint32     // REQ, REP: sender's QP number; DREQ, DOWN: the passive QP
 	PSN      uint32     // REQ, REP: sender's initial send PSN
 	MTU      uint16     // REQ, REP: path MTU in bytes
 	Nonce    uint64     // REQ, REP: sender iface's nonce
@@ -90,7 +92,7 @@ func (m *cmMsg) encode() []byte {
 		binary.BigEndian.PutUint16(body[18:], m.Window)
 	case cmREJ:
 		body = []byte{m.Reason}
-	case cmDREQ:
+	case cmDREQ, cmDOWN:
 		body = binary.BigEndian.AppendUint32(nil, m.QPN)
 	}
 	b := make([]byte, cmHdrLen, cmHdrLen+len(body))
@@ -113,7 +115,7 @@ func decodeCMHeader(h []byte) (typ uint8, n int, err error) {
 		return 0, 0, fmt.Errorf("rc cm: version %d, want %d: %w", h[4], cmVersion, uct.ErrInvalidParam)
 	}
 	typ, n = h[5], int(binary.BigEndian.Uint16(h[6:]))
-	want := map[uint8]int{cmREQ: cmREQLen, cmREP: cmREPLen, cmREJ: cmREJLen, cmDREQ: cmDREQLen}[typ]
+	want := map[uint8]int{cmREQ: cmREQLen, cmREP: cmREPLen, cmREJ: cmREJLen, cmDREQ: cmDREQLen, cmDOWN: cmDOWNLen}[typ]
 	if want == 0 {
 		return 0, 0, fmt.Errorf("rc cm: unknown message type %d: %w", typ, uct.ErrInvalidParam)
 	}
@@ -170,13 +172,13 @@ func decodeCMBody(typ uint8, body []byte) (cmMsg, error) {
 			return bad("REJ reason %d", m.Reason)
 		}
 		return m, nil
-	case cmDREQ:
+	case cmDREQ, cmDOWN:
 		m.QPN = binary.BigEndian.Uint32(body)
 	}
 	if m.QPN == 0 || m.QPN > 0xffffff {
 		return bad("QPN %#x out of range", m.QPN)
 	}
-	if typ == cmDREQ {
+	if typ == cmDREQ || typ == cmDOWN {
 		return m, nil
 	}
 	if m.PSN > 0xffffff {

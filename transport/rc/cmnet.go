@@ -102,20 +102,23 @@ func (s *cmServer) handle(c *net.TCPConn) {
 		return
 	}
 	defer release()
-	if _, err := c.Write(rep.encode()); err != nil {
-		return
-	}
+	// The QPN is recorded and REP written under s.mu: a DREQ or DOWN that
+	// Close or down sends then always follows the REP the requester reads.
 	s.mu.Lock()
 	if _, ok := s.conns[c]; ok {
 		s.conns[c] = rep.QPN
 	}
+	_, err = c.Write(rep.encode())
 	s.mu.Unlock()
+	if err != nil {
+		return
+	}
 	c.SetDeadline(time.Time{})
 	c.SetKeepAlive(true)
 	c.SetKeepAlivePeriod(time.Second)
 	for {
 		m, err := readCM(c)
-		if err != nil || m.Type == cmDREQ {
+		if err != nil || m.Type == cmDREQ || m.Type == cmDOWN {
 			return
 		}
 	}

@@ -122,6 +122,7 @@ func sampleCM() []cmMsg {
 		{Type: cmREP, QPN: 0xffffff, PSN: 0, MTU: 4096, Nonce: 3, Window: 64},
 		{Type: cmREJ, Reason: rejStaleNonce},
 		{Type: cmDREQ, QPN: 0x12},
+		{Type: cmDOWN, QPN: 0x13},
 	}
 }
 

@@ -99,7 +99,7 @@ func (it *Iface) finish(o *op, idx int32, err error) {
 	if comp != nil {
 		comp.Invoke(err)
 	}
-	it.notifier.Completed(1)
+	it.notifier.Completed(uct.CompletionInfo{Endpoint: ep, Queue: uct.NotifySend})
 	if i := seq - ep.baseSeq; seq >= ep.baseSeq && i < uint64(len(ep.done)) {
 		ep.done[i] = true
 	}

@@ -68,10 +68,18 @@
 // called and uct.EventEndpointError is posted) and its other outstanding
 // operations complete with uct.ErrFlushed (uct.ErrCanceled after Close or
 // Flush(cancel)). When the device's link goes down, new operations fail
-// with uct.ErrLocalNICFailed, uct.EventPortError is posted on every iface
-// of the device and WatchDevice watchers hear DeviceDown (DeviceUp and
-// EventPortActive when it returns). QP async events of the device go to
-// the iface that owns the QP.
+// with uct.ErrRouteLost, whose remedy is to retry: the endpoint stays
+// healthy and works again once the link is up, while operations in flight
+// are retransmitted until their retries run out. uct.EventPortError is
+// posted on every iface of the device and WatchDevice watchers hear
+// DeviceDown (DeviceUp and EventPortActive when it returns).
+// Iface.SetRDMADisabled disables the device (NetworkDirect's
+// RDMA-disabled status, DeviceRDMADisabled for watchers,
+// uct.EventDeviceFatal): its QPs are flushed, it receives nothing, every
+// endpoint fails with uct.ErrLocalNICFailed and the peers' endpoints,
+// told over the connection manager, with uct.ErrRemoteNICFailed. QP
+// async events of the device go to the endpoint (or iface) that owns
+// the QP.
 //
 // # Progress and blocking
 //

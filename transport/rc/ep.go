@@ -1,6 +1,7 @@
 package rc
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"net"
 	"sync/atomic"
 	"syscall"
+
+	"go.uber.org/multierr"
 
 	"github.com/ucgo/ucgo/transport/rc/verbs"
 	"github.com/ucgo/ucgo/uct"
@@ -126,7 +129,8 @@ func (ep *Endpoint) check(op string) error {
 		return ep.opErr(op, uct.StatusOf(ep.err), ep.err)
 	}
 	if ep.it.linkDown.Load() {
-		return ep.opErr(op, uct.ErrLocalNICFailed, fmt.Errorf("link of %s is down", ep.it.dev.Name()))
+		// The link may come back: the endpoint stays healthy.
+		return ep.opErr(op, uct.ErrRouteLost, fmt.Errorf("link of %s is down", ep.it.dev.Name()))
 	}
 	return nil
 }
@@ -162,7 +166,7 @@ func (ep *Endpoint) fail(err error) {
 	}
 	it := ep.it
 	it.errh.Call(ep, err)
-	it.events.Post(&uct.Event{Type: uct.EventEndpointError, Object: "ep " + ep.name, Owner: it, Endpoint: ep, Err: err})
+	it.events.Post(&uct.Event{Type: uct.EventEndpointError, Object: "ep " + ep.name, Owner: ep, Endpoint: ep, Err: err})
 	if len(ep.pending) > 0 {
 		it.wantDispatch(ep)
 	}
@@ -563,10 +567,21 @@ func (ep *Endpoint) dispatch() int {
 }
 
 // Close sends DREQ so the peer destroys its QP, moves the QP to ERR and
-// completes every outstanding operation with ErrCanceled.
+// completes every outstanding operation with ErrCanceled. It returns once
+// the async events that name the endpoint and were received have been
+// acked (at most verbs.AckWait; see CloseContext).
 func (ep *Endpoint) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), verbs.AckWait)
+	defer cancel()
+	return ep.CloseContext(ctx)
+}
+
+// CloseContext is Close with the wait for acks bounded by ctx; when ctx
+// ends first, the endpoint is closed all the same and the error wraps
+// uct.ErrTimedOut. A later Close only waits for the acks again.
+func (ep *Endpoint) CloseContext(ctx context.Context) error {
 	if ep.closed {
-		return nil
+		return ep.it.events.WaitAcksContext(ctx, ep)
 	}
 	ep.closed = true
 	ep.closing.Store(true)
@@ -598,7 +613,8 @@ func (ep *Endpoint) Close() error {
 	it.mu.Lock()
 	delete(it.eps, ep.qp.QPNum())
 	it.mu.Unlock()
-	return ep.qp.Close()
+	// The endpoint's events name it: wait until those received are acked.
+	return multierr.Append(ep.qp.CloseContext(ctx), it.events.WaitAcksContext(ctx, ep))
 }
 
 // watchLifeline waits for the connection manager connection to end. The
@@ -617,6 +633,8 @@ func (ep *Endpoint) watchLifeline() {
 	switch {
 	case err == nil && m.Type == cmDREQ:
 		e = ep.opErr("connection", uct.ErrConnectionReset, errors.New("peer iface closed"))
+	case err == nil && m.Type == cmDOWN:
+		e = ep.opErr("connection", uct.ErrRemoteNICFailed, errors.New("peer's device was disabled"))
 	case err == nil:
 		e = ep.opErr("connection", uct.ErrConnectionReset, fmt.Errorf("connection manager sent message type %d", m.Type))
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
@@ -624,7 +642,7 @@ func (ep *Endpoint) watchLifeline() {
 	default:
 		e = ep.opErr("connection", uct.ErrConnectionReset, fmt.Errorf("connection manager link ended: %w", err))
 	}
-	ep.asyncErr.Store(&e)
+	ep.asyncErr.CompareAndSwap(nil, &e)
 	ep.qp.Modify(&verbs.QPAttr{State: verbs.QPSErr}, verbs.QPAttrState)
 	ep.it.attention.Store(true)
 	ep.it.Wake()

@@ -94,6 +94,8 @@ type Iface struct {
 	isClosed  atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
+
+	rdmaDisabled atomic.Bool // the device is RDMA-disabled (disable.go)
 }
 
 // passiveQP is the QP an iface created for a peer's endpoint. It receives
@@ -177,10 +179,12 @@ func (it *Iface) open() error {
 	it.wc = make([]verbs.WC, pollBatch)
 	// The link state: a watcher first, then the current status, so no
 	// change is lost in between.
-	if it.linkWatch, err = dev.Watchers.Register(func(e uct.DeviceStatusEvent) { it.linkDown.Store(e.Status != uct.DeviceUp) }); err != nil {
+	if it.linkWatch, err = dev.Watchers.Register(func(e uct.DeviceStatusEvent) { it.deviceStatus(e.Status) }); err != nil {
 		return fmt.Errorf("rc: open iface: %w", err)
 	}
-	it.linkDown.Store(dev.Watchers.Status() != uct.DeviceUp)
+	st := dev.Watchers.Status()
+	it.linkDown.Store(!st.Has(uct.DeviceUp))
+	it.rdmaDisabled.Store(st.Has(uct.DeviceRDMADisabled))
 	local := dev.LocalAddr()
 	if it.cm, err = listenCM(local.Addr(), it.acceptCM); err != nil {
 		return err
@@ -244,36 +248,50 @@ func (it *Iface) WatchDevice(fn func(uct.DeviceStatusEvent)) (*uct.Watch, error)
 }
 
 // Notify is VipCQNotify over AM receives and operation completions.
-func (it *Iface) Notify(h func(arg any, err error), arg any) error {
+func (it *Iface) Notify(h uct.NotifyHandler, arg any) error {
 	return it.notifier.Notify(h, arg)
 }
 
 // deviceEvent takes an event of the MD's device (on the MD's event
 // goroutine): port events go to every iface, QP events to the QP's owner.
+// An event about an endpoint's QP is owned by the endpoint, so that its
+// Close waits for it; it is posted under it.mu, where Close removes the
+// endpoint, so none is posted for an endpoint whose Close has begun. An
+// error of a passive QP (the target side of a peer's endpoint: a refused
+// remote key, a bad request) also reaches the error handler, since no
+// operation of ours reports it.
 func (it *Iface) deviceEvent(e *uct.Event) {
 	ne := &uct.Event{Type: e.Type, Object: e.Object, Owner: it, Err: e.Err}
+	var target error
+	it.mu.Lock()
 	switch e.Type {
-	case uct.EventPortError, uct.EventPortActive, uct.EventDeviceFatal:
+	case uct.EventPortError, uct.EventPortActive, uct.EventDeviceFatal, uct.EventGIDChange, uct.EventCorruptPacket:
 	default:
 		qp, ok := e.Owner.(*verbs.QP)
 		if !ok {
 			break
 		}
-		it.mu.Lock()
 		ep := it.eps[qp.QPNum()]
 		_, passive := it.passive[qp.QPNum()]
-		it.mu.Unlock()
 		if ep == nil && !passive {
+			it.mu.Unlock()
 			return
 		}
 		if ep != nil && ep.qp == qp {
-			ne.Endpoint = ep
+			ne.Endpoint, ne.Owner = ep, ep
+		} else if passive && e.Err != nil {
+			target = uct.NewOpError(transportName, "target", e.Object, uct.OK, e.Err)
 		}
 	}
 	if it.isClosed.Load() {
+		it.mu.Unlock()
 		return
 	}
 	it.events.Post(ne)
+	it.mu.Unlock()
+	if target != nil {
+		it.errh.Call(nil, target)
+	}
 	it.Wake()
 }
 
@@ -381,8 +399,11 @@ func (it *Iface) Connect(addr []byte, params uct.EPParams) (uct.Endpoint, error)
 	if it.isClosed.Load() {
 		return nil, uct.NewOpError(transportName, "connect", peer, uct.ErrClosed, nil)
 	}
+	if it.rdmaDisabled.Load() {
+		return nil, uct.NewOpError(transportName, "connect", peer, uct.ErrLocalNICFailed, fmt.Errorf("RDMA disabled on %s", it.dev.Name()))
+	}
 	if it.linkDown.Load() {
-		return nil, uct.NewOpError(transportName, "connect", peer, uct.ErrLocalNICFailed, nil)
+		return nil, uct.NewOpError(transportName, "connect", peer, uct.ErrRouteLost, fmt.Errorf("link of %s is down", it.dev.Name()))
 	}
 	timeout := params.Timeout
 	if timeout <= 0 {
@@ -522,7 +543,7 @@ func (it *Iface) recvDone(wc *verbs.WC) {
 		}
 	}
 	it.mu.Unlock()
-	it.notifier.Completed(1)
+	it.notifier.Completed(uct.CompletionInfo{Queue: uct.NotifyRecv})
 }
 
 // grantLocked returns n (plus any owed) credits to the peer of pq.

@@ -374,8 +374,9 @@ func TestNetnsBadRKey(t *testing.T) {
 }
 
 // TestNetnsLinkDown: the parent's link goes down: watchers hear it, a
-// port-error event is posted and new operations fail with
-// ErrLocalNICFailed; after link up they work again on a new endpoint.
+// port-error event is posted and new operations fail with ErrRouteLost,
+// a transient status (remedy retry) that leaves the endpoint healthy;
+// after link up the same endpoint works again.
 func TestNetnsLinkDown(t *testing.T) {
 	p := startPeer(t, 5*time.Second)
 	p.it.SetErrorHandler(func(any, uct.Endpoint, error) {}, nil)
@@ -410,11 +411,14 @@ func TestNetnsLinkDown(t *testing.T) {
 	})
 	p.until("watcher told of link down", func() bool { return last() == uct.DeviceDown })
 	err = p.ep.PutShort([]byte{1}, p.memAddr, p.rkey)
-	if !errors.Is(err, uct.ErrLocalNICFailed) {
-		t.Errorf("put with the link down: %v, want ErrLocalNICFailed", err)
+	if !errors.Is(err, uct.ErrRouteLost) || uct.RemedyOf(err) != uct.RemedyRetry || uct.StatusOf(err).IsEndpointFatal() {
+		t.Errorf("put with the link down: %v (remedy %v), want ErrRouteLost with remedy retry", err, uct.RemedyOf(err))
 	}
-	if _, err := p.ep.AMBcopy(amEcho, []byte{1}, nil); !errors.Is(err, uct.ErrLocalNICFailed) {
-		t.Errorf("AM with the link down: %v, want ErrLocalNICFailed", err)
+	if _, err := p.ep.AMBcopy(amEcho, []byte{1}, nil); !errors.Is(err, uct.ErrRouteLost) {
+		t.Errorf("AM with the link down: %v, want ErrRouteLost", err)
+	}
+	if err := p.ep.Err(); err != nil {
+		t.Errorf("endpoint in error state %v while its link is down, want healthy", err)
 	}
 	if err := p.pair.A.SetLink(true); err != nil {
 		t.Fatal(err)

@@ -72,6 +72,7 @@ const (
 	hdrFutex     = 128 // futex word (own cache line)
 	hdrWaiting   = 132 // receiver sleeps (set by Arm)
 	hdrClosed    = 136 // owner closed the iface
+	hdrDisabled  = 192 // owner's device is down or RDMA-disabled (own cache line)
 	hdrSize      = 4096
 	cellSize     = 128
 	cellHdr      = 24

@@ -33,7 +33,9 @@
 // endpoint, which waits in Go's network poller (no periodic wake-up, no
 // blocking system call); the endpoint then fails every new operation with an
 // *uct.OpError wrapping uct.ErrPeerFailed, calls the iface error handler
-// and posts uct.EventPeerFailed to the iface event queue.
+// and then posts uct.EventPeerFailed to the iface event queue, so whoever
+// receives the event knows that the handler has run. No event is posted for
+// an endpoint whose Close has begun (the handler itself may close it).
 //
 // All operations complete before they return (nil) and never invoke their
 // Completion, so Flush has nothing outstanding and a dead peer has no
@@ -48,9 +50,12 @@
 // process with a pidfd and skips the cell if it is gone. The check runs on
 // the slow path (every 1024 empty polls), never per message.
 //
-// SetDeviceStatus is the administrative switch of the "memory" device:
-// disabling it fails every endpoint with uct.ErrLocalNICFailed, hands
-// queued pending requests their cancellation and refuses new connections.
+// SetDeviceStatus is the administrative switch of the "memory" device
+// (a set of flags: link up or down, RDMA disabled; one event per change):
+// disabling it fails every endpoint with uct.ErrLocalNICFailed, completes
+// its pending requests, releases it, refuses new connections, stops
+// receiving, and makes the peers' endpoints fail with
+// uct.ErrRemoteNICFailed.
 //
 // The package owns its segments, mappings and fds; Close on each object is
 // idempotent.

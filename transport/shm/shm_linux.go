@@ -93,6 +93,7 @@ type Iface struct {
 	// disabled holds the *error new operations fail with while the
 	// device is down or disabled.
 	disabled atomic.Pointer[error]
+	devMu    sync.Mutex // serialises SetDeviceStatus (disable_linux.go)
 	closeMu  sync.Once
 	cerr     error
 }
@@ -158,8 +159,8 @@ func (it *Iface) SetAMHandler(id uint8, h uct.AMHandler, arg any) error {
 
 // Progress delivers received AMs and dispatches pending requests.
 func (it *Iface) Progress() int {
-	if it.closed.Load() {
-		return 0
+	if it.closed.Load() || it.disabled.Load() != nil {
+		return 0 // a disabled device receives nothing
 	}
 	it.releaseDelivered()
 	n := 0
@@ -183,7 +184,7 @@ func (it *Iface) Progress() int {
 		n++
 	}
 	if n > 0 {
-		it.notify.Completed(n)
+		it.notify.CompletedN(n, uct.CompletionInfo{Queue: uct.NotifyRecv})
 	} else if it.idle++; it.idle&1023 == 0 {
 		it.checkStuck()
 	}
@@ -250,7 +251,7 @@ func (it *Iface) checkStuck() {
 // receiver is about to sleep so senders wake it.
 func (it *Iface) Arm() error {
 	atomic.StoreUint32(it.rx.wait, 1)
-	if it.rx.ready(it.head) || it.woken.Load() != 0 {
+	if it.rx.ready(it.head) && it.disabled.Load() == nil || it.woken.Load() != 0 {
 		return uct.ErrBusy
 	}
 	return nil
@@ -260,14 +261,14 @@ func (it *Iface) Arm() error {
 func (it *Iface) Wait(ctx context.Context) error {
 	defer atomic.StoreUint32(it.rx.wait, 0)
 	for {
-		if it.woken.Swap(0) != 0 || it.rx.ready(it.head) {
+		if it.woken.Swap(0) != 0 || it.rx.ready(it.head) && it.disabled.Load() == nil {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		v := atomic.LoadUint32(it.rx.futex)
-		if it.woken.Load() != 0 || it.rx.ready(it.head) {
+		if it.woken.Load() != 0 || it.rx.ready(it.head) && it.disabled.Load() == nil {
 			continue
 		}
 		it.rx.sleep(v, 50*time.Millisecond)
@@ -287,7 +288,7 @@ func (it *Iface) Wake() {
 }
 
 // Notify is VipCQNotify on received messages.
-func (it *Iface) Notify(h func(arg any, err error), arg any) error { return it.notify.Notify(h, arg) }
+func (it *Iface) Notify(h uct.NotifyHandler, arg any) error { return it.notify.Notify(h, arg) }
 
 // Flush: every operation is complete when it returns.
 func (it *Iface) Flush(*uct.Completion) error { return nil }
@@ -336,54 +337,6 @@ func (it *Iface) Close() error {
 	return it.cerr
 }
 
-// SetDeviceStatus is the administrative switch of the iface's "memory"
-// device, with NetworkDirect's adapter-status semantics. DeviceDown or
-// DeviceRDMADisabled: every endpoint enters its error state with
-// ErrLocalNICFailed (new operations fail fast with it), queued pending
-// requests are released (a uct.PendingCanceler is told ErrCanceled), peer
-// watchers stop, new connections are refused, an EventPortError or
-// EventDeviceFatal event is posted, and the device is marked with the new
-// status for its watchers. DeviceUp allows new connections again; endpoints
-// that failed stay failed (reconnect). The segment itself is released by
-// Close.
-func (it *Iface) SetDeviceStatus(s uct.DeviceStatus) error {
-	if it.closed.Load() {
-		return uct.NewOpError(transportName, "set_device_status", "", uct.ErrClosed, nil)
-	}
-	switch s {
-	case uct.DeviceUp:
-		it.disabled.Store(nil)
-		it.watch.Set(s)
-		return nil
-	case uct.DeviceDown, uct.DeviceRDMADisabled:
-	default:
-		return uct.NewOpError(transportName, "set_device_status", "", uct.ErrInvalidParam, fmt.Errorf("status %v", s))
-	}
-	cause := fmt.Errorf("device memory is %v", s)
-	if !it.disabled.CompareAndSwap(nil, &cause) {
-		it.watch.Set(s)
-		return nil
-	}
-	eps := it.endpoints()
-	for _, ep := range eps {
-		err := error(uct.NewOpError(transportName, "device", ep.name, uct.ErrLocalNICFailed, cause))
-		ep.err.CompareAndSwap(nil, &err)
-		ep.stopWatch()
-		ep.PendingPurge(func(r uct.PendingRequest) {
-			if c, ok := r.(uct.PendingCanceler); ok {
-				c.CancelPending(uct.ErrCanceled)
-			}
-		})
-	}
-	typ := uct.EventPortError
-	if s == uct.DeviceRDMADisabled {
-		typ = uct.EventDeviceFatal
-	}
-	it.events.Post(&uct.Event{Type: typ, Object: "device memory", Owner: it, Err: uct.NewOpError(transportName, "device", "", uct.ErrLocalNICFailed, cause)})
-	it.watch.Set(s)
-	return nil
-}
-
 // Endpoint is a connection to a peer iface.
 type Endpoint struct {
 	it      *Iface
@@ -402,6 +355,7 @@ type Endpoint struct {
 	stopped sync.Once
 	once    sync.Once
 	cerr    error
+	ev      epEvents
 }
 
 // Connect attaches to the segment of the iface at addr.
@@ -530,22 +484,12 @@ func (ep *Endpoint) watchPeer() {
 }
 
 func (ep *Endpoint) peerFailed() {
-	err := error(uct.NewOpError(transportName, "peer", ep.name, uct.ErrPeerFailed, fmt.Errorf("process %d exited", ep.peer.PID)))
-	if !ep.err.CompareAndSwap(nil, &err) {
-		return
-	}
-	ep.it.events.Post(&uct.Event{Type: uct.EventPeerFailed, Object: "ep " + ep.name, Owner: ep, Endpoint: ep, Err: err})
-	ep.it.errh.Call(ep, err)
+	ep.fail(uct.EventPeerFailed, uct.NewOpError(transportName, "peer", ep.name, uct.ErrPeerFailed, fmt.Errorf("process %d exited", ep.peer.PID)))
 }
 
 // peerClosed puts the endpoint in error state after the peer closed its iface.
 func (ep *Endpoint) peerClosed() {
-	err := error(uct.NewOpError(transportName, "peer", ep.name, uct.ErrConnectionReset, errors.New("peer iface closed")))
-	if !ep.err.CompareAndSwap(nil, &err) {
-		return
-	}
-	ep.it.events.Post(&uct.Event{Type: uct.EventEndpointError, Object: "ep " + ep.name, Owner: ep, Endpoint: ep, Err: err})
-	ep.it.errh.Call(ep, err)
+	ep.fail(uct.EventEndpointError, uct.NewOpError(transportName, "peer", ep.name, uct.ErrConnectionReset, errors.New("peer iface closed")))
 }
 
 func (ep *Endpoint) Iface() uct.Iface { return ep.it }
@@ -562,6 +506,9 @@ func (ep *Endpoint) Err() error {
 func (ep *Endpoint) check(op string) error {
 	if p := ep.err.Load(); p != nil {
 		return uct.NewOpError(transportName, op, ep.name, uct.StatusOf(*p), *p)
+	}
+	if loadU32(ep.seg, hdrDisabled) != 0 {
+		return ep.peerDisabled(op)
 	}
 	return nil
 }
@@ -757,6 +704,7 @@ func (ep *Endpoint) stopWatch() {
 // unmaps the peer segment.
 func (ep *Endpoint) Close() error {
 	ep.once.Do(func() {
+		ep.beginClose()
 		cl := error(uct.NewOpError(transportName, "close", ep.name, uct.ErrClosed, nil))
 		ep.err.CompareAndSwap(nil, &cl)
 		ep.stopWatch()

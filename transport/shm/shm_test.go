@@ -235,10 +235,7 @@ func TestPeerKilled(t *testing.T) {
 	if err := epV.Close(); err != nil {
 		t.Fatal(err)
 	}
-	epO.AMShort(amQuit, 0, nil)
-	if err := other.cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
+	quitChild(t, it, epO, other)
 }
 
 func TestConnectErrors(t *testing.T) {

@@ -171,7 +171,7 @@ func (i *loopIface) Progress() int {
 		if h := i.handlers[m.id]; h.h != nil {
 			h.h(h.arg, m.data, 0)
 		}
-		i.notify.Completed(1)
+		i.notify.Completed(uct.CompletionInfo{Queue: uct.NotifyRecv})
 		n++
 	}
 	for _, ep := range i.eps {
@@ -212,7 +212,7 @@ func (i *loopIface) Wake() {
 	default:
 	}
 }
-func (i *loopIface) Notify(h func(any, error), arg any) error {
+func (i *loopIface) Notify(h uct.NotifyHandler, arg any) error {
 	return i.notify.Notify(h, arg)
 }
 func (i *loopIface) Flush(c *uct.Completion) error {

@@ -101,8 +101,8 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 	return nil
 }
 
-// Close destroys the CQ; it fails with ErrBusy while QPs use it.
-func (cq *CQ) Close() error {
+// destroy marks the CQ closed unless QPs use it (ErrBusy).
+func (cq *CQ) destroy() error {
 	cq.d.mu.Lock()
 	defer cq.d.mu.Unlock()
 	if cq.users > 0 {

@@ -183,6 +183,13 @@ type Device struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	nl     *linkWatch
+
+	rdmaDisabled bool // see SetRDMADisabled (disable.go)
+	fatal        bool // the socket failed (fault.go)
+	// corrupt-packet events (fault.go): time of the last one (ns since
+	// epoch) and the ICRC error count it reported
+	corruptAt   int64
+	corruptSeen uint64
 }
 
 // Open opens a device on a local interface or address.
@@ -241,7 +248,7 @@ func Open(cfg Config) (*Device, error) {
 			d.state, st = PortDown, uct.DeviceDown
 		}
 		d.Watchers.Init(name, st)
-	}, d.linkChanged)
+	}, d.linkChanged, d.gidChanged)
 	if err != nil {
 		d.sock.close()
 		return nil, fmt.Errorf("verbs: open %s: link watch: %w", name, err)
@@ -368,6 +375,16 @@ func (d *Device) postEvent(t uct.EventType, object string, owner any, err error)
 	d.events.Post(&uct.Event{Type: t, Object: object, Owner: owner, Err: err})
 }
 
+// gidChanged runs on the link watcher's goroutine when an address of the
+// netdev was added or removed: the port's GID table changed.
+func (d *Device) gidChanged() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.closed {
+		d.postEvent(uct.EventGIDChange, "port "+d.name, d, nil)
+	}
+}
+
 // linkChanged runs on the link watcher's goroutine.
 func (d *Device) linkChanged(up bool) {
 	d.mu.Lock()
@@ -385,10 +402,10 @@ func (d *Device) linkChanged(up bool) {
 	obj := "port " + d.name
 	if up {
 		d.postEvent(uct.EventPortActive, obj, d, nil)
-		d.Watchers.Set(uct.DeviceUp)
+		d.Watchers.SetLink(true)
 	} else {
 		d.postEvent(uct.EventPortError, obj, d, fmt.Errorf("verbs: %s: link down: %w", d.name, uct.ErrRouteLost))
-		d.Watchers.Set(uct.DeviceDown)
+		d.Watchers.SetLink(false)
 	}
 }
 

@@ -81,7 +81,13 @@
 // with WCWRFlushErr. Responder-side errors also post async events
 // (QP request error, QP access error, QP fatal), as do CQ overrun (CQ
 // error), SRQ limit, last WQE reached, SQ drained, communication
-// established, and the link going down or up (port error, port active).
+// established, the link going down or up (port error, port active), an
+// address of the netdev added or removed (GID change), the socket failing
+// (device fatal: QPs to ERR, new QPs refused) and packets with a bad ICRC
+// (corrupt packet, at most once a second, beside the counter).
+// SetRDMADisabled disables the device (device fatal; port active when it
+// is enabled again). A RoCE port has no subnet manager: SM change and
+// client re-register are never posted.
 // API errors wrap uct status codes (uct.ErrInvalidParam,
 // uct.ErrNoResource, uct.ErrRouteLost, ...).
 //

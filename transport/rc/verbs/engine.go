@@ -148,7 +148,8 @@ func (d *Device) progressLocked() {
 	d.armWatchdog(now)
 	d.promoteAcks()
 	for round := 0; round < maxRxRounds; round++ {
-		n := d.rx.recv(d.sock.fd)
+		n, err := d.rx.recv(d.sock.fd)
+		d.rxFailedLocked(err)
 		for i := 0; i < n; i++ {
 			b, src := d.rx.packet(i)
 			d.handle(b, src)
@@ -219,8 +220,12 @@ func (d *Device) runTimers(now int64) {
 // handle processes one received UDP payload.
 func (d *Device) handle(b []byte, src netip.AddrPort) {
 	d.ctr.RxPackets++
+	if d.rdmaDisabled {
+		d.ctr.RxDropped++ // a disabled device receives nothing
+		return
+	}
 	if err := roce.CheckICRC(b, src, d.local); err != nil {
-		d.ctr.RxICRCErrors++
+		d.corruptLocked(src.String(), err)
 		return
 	}
 	p := &d.pkt

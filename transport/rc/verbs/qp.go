@@ -177,6 +177,9 @@ func (pd *PD) CreateQP(init QPInitAttr) (*QP, error) {
 	if d.closed || pd.closed {
 		return nil, fmt.Errorf("verbs: create qp: %w", uct.ErrClosed)
 	}
+	if d.rdmaDisabled {
+		return nil, fmt.Errorf("verbs: create qp: RDMA disabled on %s: %w", d.name, uct.ErrLocalNICFailed)
+	}
 	if len(d.qps) > 0xffff-qpnLowFirst {
 		return nil, fmt.Errorf("verbs: create qp: %w", uct.ErrNoResource)
 	}
@@ -510,14 +513,14 @@ func (qp *QP) checkDrainedLocked() {
 	}
 }
 
-// Close destroys the QP (ibv_destroy_qp). Outstanding work is dropped
-// without completions; the QP's unacked async events are discarded.
-func (qp *QP) Close() error {
+// destroy releases the QP, once; after it the QP posts no async events.
+// Outstanding work is dropped without completions.
+func (qp *QP) destroy() {
 	d := qp.d
 	d.mu.Lock()
 	if qp.destroyed {
 		d.mu.Unlock()
-		return nil
+		return
 	}
 	qp.sendDeferredAck()
 	qp.destroyed = true
@@ -533,7 +536,6 @@ func (qp *QP) Close() error {
 		qp.srq.users--
 	}
 	d.mu.Unlock()
-	return nil
 }
 
 // PostRecv posts receive work requests (ibv_post_recv). It returns how

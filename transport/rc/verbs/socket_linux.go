@@ -239,8 +239,9 @@ func (r *rxBatch) init() {
 	r.used = batchLen
 }
 
-// recv returns the number of packets received (0 if none waited).
-func (r *rxBatch) recv(fd int) int {
+// recv returns the number of packets received (0 if none waited) and the
+// error of the receive call (EAGAIN if none waited).
+func (r *rxBatch) recv(fd int) (int, error) {
 	for i := range r.used {
 		setMsg(&r.msgs[i], &r.iov[i], r.bufs[i], &r.src[i], nil)
 	}
@@ -251,10 +252,10 @@ func (r *rxBatch) recv(fd int) int {
 			continue
 		}
 		if err != nil {
-			return 0
+			return 0, err
 		}
 		r.used = n
-		return n
+		return n, nil
 	}
 }
 
@@ -298,23 +299,28 @@ func pollFds(fds []int, timeout time.Duration) {
 }
 
 // linkWatch follows a netdev's state over rtnetlink (RTM_NEWLINK and
-// RTM_DELLINK on the RTMGRP_LINK group) on a goroutine of its own.
+// RTM_DELLINK on the RTMGRP_LINK group) and its addresses (RTM_NEWADDR and
+// RTM_DELADDR, IPv4 and IPv6) on a goroutine of its own.
 type linkWatch struct {
 	f    *os.File
 	wg   sync.WaitGroup
 	once sync.Once
 	err  error
+	// addr, if set, is called when an address of the netdev is added or
+	// removed (the port's GID table changed).
+	addr func()
 }
 
 // watchLink reads the link's current state (up and running), passes it
 // to initial and then starts a goroutine that calls fn on every change,
 // so fn never runs before initial has returned.
-func watchLink(index int, initial, fn func(up bool)) (*linkWatch, error) {
+func watchLink(index int, initial, fn func(up bool), addr func()) (*linkWatch, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
 	if err != nil {
 		return nil, fmt.Errorf("netlink socket: %w", err)
 	}
-	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: unix.RTMGRP_LINK}); err != nil {
+	groups := uint32(unix.RTMGRP_LINK | unix.RTMGRP_IPV4_IFADDR | unix.RTMGRP_IPV6_IFADDR)
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: groups}); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("netlink bind: %w", err)
 	}
@@ -324,7 +330,7 @@ func watchLink(index int, initial, fn func(up bool)) (*linkWatch, error) {
 		return nil, err
 	}
 	initial(up)
-	w := &linkWatch{f: os.NewFile(uintptr(fd), "rtnetlink")}
+	w := &linkWatch{f: os.NewFile(uintptr(fd), "rtnetlink"), addr: addr}
 	w.wg.Add(1)
 	go w.run(index, up, fn)
 	return w, nil
@@ -399,6 +405,13 @@ func (w *linkWatch) run(index int, up bool, fn func(bool)) {
 			continue
 		}
 		for _, m := range msgs {
+			if m.Header.Type == unix.RTM_NEWADDR || m.Header.Type == unix.RTM_DELADDR {
+				// ifaddrmsg: family, prefix length, flags, scope, index
+				if len(m.Data) >= unix.SizeofIfAddrmsg && int(binary.NativeEndian.Uint32(m.Data[4:])) == index && w.addr != nil {
+					w.addr()
+				}
+				continue
+			}
 			if m.Header.Type != unix.RTM_NEWLINK && m.Header.Type != unix.RTM_DELLINK {
 				continue
 			}

@@ -115,8 +115,8 @@ func (s *SRQ) popLocked() (recvWQE, bool) {
 	return w, ok
 }
 
-// Close destroys the SRQ; it fails with ErrBusy while QPs use it.
-func (s *SRQ) Close() error {
+// destroy closes the SRQ, once, unless QPs use it (ErrBusy).
+func (s *SRQ) destroy() error {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
 	if s.closed {
