@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ucgo/ucgo/bench/internal/plot"
 )
 
 // errUsage marks errors in the command line (exit status 2).
@@ -373,15 +375,7 @@ func summarize(runs []figures, errs []string) (*figures, string) {
 }
 
 // sizeName prints a size as 8, 4k, 1m.
-func sizeName(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.Itoa(n>>20) + "m"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.Itoa(n>>10) + "k"
-	}
-	return strconv.Itoa(n)
-}
+func sizeName(n int) string { return plot.SizeName(n) }
 
 func (r *row) brief(f *figures, e string, t *testMap) string {
 	switch {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ucgo/ucgo/bench/internal/plot"
 )
 
 // row is one test, transport and size measured by both tools. A nil
@@ -63,7 +65,7 @@ func (res *results) write(cfg *config, stdout io.Writer) error {
 	files := map[string][]byte{"table.md": md.Bytes(), "results.json": append(js, '\n'), "results.csv": cs.Bytes()}
 	for _, tr := range cfg.Transports {
 		var svg bytes.Buffer
-		if err := writeSVG(&svg, res.plot(tr)); err != nil {
+		if err := plot.Write(&svg, res.plot(tr)); err != nil {
 			return err
 		}
 		files[tr.name+".svg"] = svg.Bytes()
@@ -214,10 +216,10 @@ func (res *results) csv(w io.Writer) error {
 // plot gathers the series of one transport: latency tests on the latency
 // panel, bandwidth tests on the bandwidth panel, one series per test and
 // tool.
-func (res *results) plot(tr *transportMap) figure {
-	fg := figure{
+func (res *results) plot(tr *transportMap) plot.Figure {
+	fg := plot.Figure{
 		Title: fmt.Sprintf("ucgo %s vs %s", tr.name, tr.desc),
-		Panels: []panel{
+		Panels: []plot.Panel{
 			{Title: "latency (median, one-way)", YLabel: "latency (µs)"},
 			{Title: "bandwidth (overall)", YLabel: "bandwidth (MB/s)"},
 		},
@@ -244,9 +246,9 @@ func (res *results) plot(tr *transportMap) figure {
 			if !ok {
 				i = len(p.Series)
 				idx[key] = i
-				p.Series = append(p.Series, series{Name: side.tool + " " + r.Test, Group: r.Test, Dashed: side.tool == "UCX"})
+				p.Series = append(p.Series, plot.Series{Name: side.tool + " " + r.Test, Group: r.Test, Dashed: side.tool == "UCX"})
 			}
-			p.Series[i].Points = append(p.Series[i].Points, xy{float64(r.Size), get(side.f)})
+			p.Series[i].Points = append(p.Series[i].Points, plot.XY{X: float64(r.Size), Y: get(side.f)})
 		}
 	}
 	return fg
