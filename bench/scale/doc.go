@@ -9,8 +9,8 @@
 //
 // One process (the measuring side) opens one worker; -procs child
 // processes (re-executions of the same binary) open the peer workers
-// between them, each serving its workers on goroutines that spin briefly
-// and then sleep in Worker.Wait. The measuring side connects the peers in
+// between them, each serving its workers on goroutines that poll while
+// there is work and for 5 ms after, then sleep in Worker.Wait. The measuring side connects the peers in
 // steps (the -n list, each step adding peers to those already
 // connected): for each new endpoint it sends an active message and waits
 // for every answer, so a step is timed until all its endpoints carry

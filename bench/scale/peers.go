@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/ucgo/ucgo/transport/rc"
 	"github.com/ucgo/ucgo/transport/shm"
@@ -22,11 +23,11 @@ const (
 	tagPong = tagPing + 1
 )
 
-// spinPolls is how many empty Progress calls a peer makes before it
+// spinFor is how long a peer keeps polling after its last work before it
 // sleeps in Worker.Wait: long enough to stay awake between the pings of a
-// ping-pong, short enough that hundreds of idle peers leave the CPUs to
-// the measuring side.
-const spinPolls = 20000
+// ping-pong (also on a loaded machine), short enough that hundreds of idle
+// peers leave the CPUs to the measuring side.
+const spinFor = 5 * time.Millisecond
 
 // transports returns the one transport of -x.
 func transports(x string) ([]uct.Component, error) {
@@ -81,17 +82,25 @@ func (p *peer) pinged(r *ucp.Request) {
 }
 
 // serve progresses the worker until ctx ends: busy while there is work,
-// asleep in Wait after spinPolls empty polls.
+// asleep in Wait once spinFor has passed without any. The clock is read
+// only every 256 empty polls, never on the path of a message.
 func (p *peer) serve(ctx context.Context) {
-	idle := 0
-	for ctx.Err() == nil {
+	idleSince := time.Now()
+	worked := false
+	for i := 0; ctx.Err() == nil; i++ {
 		if p.w.Progress() > 0 {
-			idle = 0
+			worked = true
 			continue
 		}
-		if idle++; idle > spinPolls {
+		if i%256 != 255 {
+			continue
+		}
+		switch {
+		case worked:
+			idleSince, worked = time.Now(), false
+		case time.Since(idleSince) > spinFor:
 			p.w.Wait(ctx)
-			idle = 0
+			idleSince = time.Now()
 		}
 	}
 }
