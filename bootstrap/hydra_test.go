@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -167,5 +168,45 @@ func TestMPIExecAbort(t *testing.T) {
 				t.Fatalf("mpiexec exit code %d, want the aborting rank's 7\n%s", ee.ExitCode(), out)
 			}
 		})
+	}
+}
+
+func init() {
+	childRoles["supervised"] = supervisedChild
+}
+
+// supervisedChild: under Supervise, the last rank SIGKILLs itself after a
+// barrier; the others outlive it and print.
+func supervisedChild() error {
+	Supervise()
+	c, err := FromEnv()
+	if err != nil {
+		return err
+	}
+	if err := c.Barrier(); err != nil {
+		return err
+	}
+	if c.Rank() == c.Size()-1 {
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	time.Sleep(500 * time.Millisecond)
+	fmt.Printf("rank %d outlived rank %d\n", c.Rank(), c.Size()-1)
+	return c.Close()
+}
+
+// Under Supervise and -disable-auto-cleanup, a rank killed by SIGKILL
+// leaves the others running: mpiexec reports its status 137 after they
+// finished. Without Supervise hydra would kill them.
+func TestMPIExecSupervise(t *testing.T) {
+	out, err := mpiexec(t, 3, "supervised", 2*time.Minute, []string{"-disable-auto-cleanup"})
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 128+int(syscall.SIGKILL) {
+		t.Fatalf("mpiexec: %v, want exit status 137\n%s", err, out)
+	}
+	for r := 0; r < 2; r++ {
+		if want := fmt.Sprintf("rank %d outlived rank 2\n", r); !strings.Contains(string(out), want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
 	}
 }
