@@ -1,12 +1,19 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ucgo/ucgo/internal/mpitest"
 	"github.com/ucgo/ucgo/internal/netns"
@@ -148,4 +155,38 @@ func TestMPIExecKillRC(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkKill(t, mpitest.Job{N: 4, Star: star, Env: []string{"UCGO_TLS=rc"}}, 40, 256, 2, 20, "peer failed")
+}
+
+// The command README.md gives, as typed: four ranks of "go run" under
+// mpiexec, rank 2 killed in iteration 30 of 100.
+func TestReadmeCommand(t *testing.T) {
+	mpiexec, err := exec.LookPath("mpiexec")
+	if err != nil {
+		t.Skip("mpiexec not installed (Debian package mpich)")
+	}
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		t.Skipf("no go command: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mpiexec, "-disable-auto-cleanup", "-n", "4", gobin, "run", "./examples/ftallreduce", "-kill", "2", "-at", "30")
+	cmd.Dir = "../.."
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("did not finish in 5 minutes:\n%s", out)
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("mpiexec: %v, want the failed exit of the killed rank:\n%s", err, out)
+	}
+	rs := results(t, string(out))
+	if len(rs) != 3 {
+		t.Fatalf("%d result lines, want 3:\n%s", len(rs), out)
+	}
+	for _, r := range rs {
+		if want := expected(4, 100, 1024, r.from, []int{0, 1, 3}); r.rank == 2 || r.sum != want || (r.from != 29 && r.from != 30) {
+			t.Fatalf("rank %d: sum %d from iteration %d, want %d from 29 or 30:\n%s", r.rank, r.sum, r.from, want, out)
+		}
+	}
 }
