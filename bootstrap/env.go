@@ -56,7 +56,7 @@ func InEnv() bool {
 // FromEnv connects to the process manager named by the environment:
 // PMI_FD (a connected socket, set by hydra and by Slurm's srun
 // --mpi=pmi2) or PMI_PORT (host:port), with PMI_RANK and PMI_SIZE giving
-// this process's place. UCGO_PMI picks the protocol version (see
+// this process's place and PMI_JOBID, when set (Slurm), the job's id. UCGO_PMI picks the protocol version (see
 // VersionEnv). It returns ErrNoPMI when no process manager started us.
 func FromEnv() (Client, error) {
 	if !InEnv() {
@@ -79,9 +79,9 @@ func FromEnv() (Client, error) {
 	case "1":
 		c, err = newPMI1(rw, br, rank, size)
 	case "2":
-		c, err = newPMI2(rw, br, rank)
+		c, err = newPMI2(rw, br, rank, os.Getenv("PMI_JOBID"))
 	default:
-		c, err = negotiate(rw, br, rank, size)
+		c, err = negotiate(rw, br, rank, size, os.Getenv("PMI_JOBID"))
 	}
 	if err != nil {
 		rw.Close()

@@ -72,7 +72,10 @@ func (c *PMI1) setup() error {
 	if r, err = c.call("cmd=get_appnum", "appnum"); err != nil {
 		return err
 	}
-	if c.appNum, err = r.intAttr("appnum"); err != nil {
+	// Slurm answers appnum=-1 when there is no MPMD command line.
+	if v := r.Attrs["appnum"]; v == "-1" {
+		c.appNum = 0
+	} else if c.appNum, err = r.intAttr("appnum"); err != nil {
 		return err
 	}
 	if r, err = c.call("cmd=get_my_kvsname", "my_kvsname"); err != nil {
@@ -104,9 +107,18 @@ func (c *PMI1) KVS() string { return c.kvs }
 // value, in bytes.
 func (c *PMI1) MaxKey() int { return c.maxKey }
 
-// MaxValue is the longest value the process manager stores whole: one
-// less than its vallen_max, which counts C's terminating NUL.
-func (c *PMI1) MaxValue() int { return max(c.maxValue-1, 0) }
+// lineMax1 is the longest PMI-1 request line, newline included, that
+// MPICH's and Slurm's process managers read whole (PMIU_MAXLINE).
+const lineMax1 = 1024
+
+// MaxValue is the longest value the process manager stores whole for any
+// key: one less than its vallen_max, which counts C's terminating NUL,
+// and short enough that a put request with the longest key fits one
+// request line.
+func (c *PMI1) MaxValue() int {
+	line := lineMax1 - len("cmd=put kvsname= key= value=\n") - len(c.kvs) - c.maxKey
+	return max(min(c.maxValue-1, line), 0)
+}
 
 func checkToken(what, s string, max int) error {
 	if s == "" || strings.ContainsAny(s, " =\n\r\x00") {
@@ -124,10 +136,11 @@ func (c *PMI1) Put(key, value string) error {
 	if err := checkToken("key", key, c.maxKey); err != nil {
 		return err
 	}
-	if strings.ContainsAny(value, " ;\n\r\x00") || (c.maxValue > 0 && len(value) > c.MaxValue()) {
-		return fmt.Errorf("pmi: value of %d bytes for %q is too long or contains a space or newline", len(value), key)
+	req := "cmd=put kvsname=" + c.kvs + " key=" + key + " value=" + value
+	if strings.ContainsAny(value, " ;\n\r\x00") || (c.maxValue > 0 && len(value) > c.maxValue-1) || len(req)+1 > lineMax1 {
+		return fmt.Errorf("pmi: value of %d bytes for %q is too long or contains a space, ';' or newline", len(value), key)
 	}
-	r, err := c.call("cmd=put kvsname="+c.kvs+" key="+key+" value="+value, "put_result")
+	r, err := c.call(req, "put_result")
 	if err != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func TestFakeServer(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if c.KVS() != "kvs_42_0" || c.MaxKey() != 64 || c.MaxValue() != 1023 || c.maxKVSName != 256 || c.AppNum() != 0 || c.Version() != 1 {
+				if c.KVS() != "kvs_42_0" || c.MaxKey() != 64 || c.MaxValue() != 923 || c.maxKVSName != 256 || c.AppNum() != 0 || c.Version() != 1 {
 					return fmt.Errorf("client state %+v", c)
 				}
 				if err := c.Put(fmt.Sprintf("addr-%d", rank), fmt.Sprintf("%x", rank*1000+7)); err != nil {

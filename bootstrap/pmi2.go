@@ -25,13 +25,15 @@ type PMI2 struct {
 }
 
 // NewPMI2 initialises a PMI-2 client over rw for the given rank
-// (PMI_RANK): the PMI-1 style init line asking for version 2, then
-// fullinit and job-getid. It takes ownership of rw.
-func NewPMI2(rw io.ReadWriteCloser, rank int) (*PMI2, error) {
-	return newPMI2(rw, bufio.NewReaderSize(rw, 4096), rank)
+// (PMI_RANK) of job jobID (PMI_JOBID, which Slurm sets and requires back
+// in fullinit; empty when the launcher sets none): the PMI-1 style init
+// line asking for version 2, then fullinit and job-getid. It takes
+// ownership of rw.
+func NewPMI2(rw io.ReadWriteCloser, rank int, jobID string) (*PMI2, error) {
+	return newPMI2(rw, bufio.NewReaderSize(rw, 4096), rank, jobID)
 }
 
-func newPMI2(rw io.ReadWriteCloser, br *bufio.Reader, rank int) (*PMI2, error) {
+func newPMI2(rw io.ReadWriteCloser, br *bufio.Reader, rank int, jobID string) (*PMI2, error) {
 	c := &PMI2{rw: rw, r: br}
 	r, err := initLine(rw, c.r, 2, 0)
 	if err != nil {
@@ -40,20 +42,21 @@ func newPMI2(rw io.ReadWriteCloser, br *bufio.Reader, rank int) (*PMI2, error) {
 	if v := r.Attrs["pmi_version"]; v != "2" {
 		return nil, fmt.Errorf("%w: process manager answered version %q to a PMI-2 init", ErrProtocol, v)
 	}
-	if err := c.fullinit(rank); err != nil {
+	if err := c.fullinit(rank, jobID); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
 // Negotiate initialises a client over rw that offers PMI-2 and speaks the
-// version the process manager answers with: PMI-2, or PMI-1 for a rank of
-// size ranks (size is only needed then; PMI-2 learns it from fullinit).
-func Negotiate(rw io.ReadWriteCloser, rank, size int) (Client, error) {
-	return negotiate(rw, bufio.NewReaderSize(rw, 4096), rank, size)
+// version the process manager answers with: PMI-2 (for job jobID, as in
+// NewPMI2), or PMI-1 for a rank of size ranks (size is only needed then;
+// PMI-2 learns it from fullinit).
+func Negotiate(rw io.ReadWriteCloser, rank, size int, jobID string) (Client, error) {
+	return negotiate(rw, bufio.NewReaderSize(rw, 4096), rank, size, jobID)
 }
 
-func negotiate(rw io.ReadWriteCloser, br *bufio.Reader, rank, size int) (Client, error) {
+func negotiate(rw io.ReadWriteCloser, br *bufio.Reader, rank, size int, jobID string) (Client, error) {
 	r, err := initLine(rw, br, 2, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%w (UCGO_PMI=1 skips offering PMI-2)", err)
@@ -61,7 +64,7 @@ func negotiate(rw io.ReadWriteCloser, br *bufio.Reader, rank, size int) (Client,
 	switch v := r.Attrs["pmi_version"]; v {
 	case "2":
 		c := &PMI2{rw: rw, r: br}
-		if err := c.fullinit(rank); err != nil {
+		if err := c.fullinit(rank, jobID); err != nil {
 			return nil, err
 		}
 		return c, nil
@@ -99,8 +102,12 @@ func initLine(w io.Writer, br *bufio.Reader, version, sub int) (Response, error)
 	return r, r.rc()
 }
 
-func (c *PMI2) fullinit(rank int) error {
-	r, err := c.call("fullinit", "fullinit-response", "pmirank", strconv.Itoa(rank), "threaded", "FALSE")
+func (c *PMI2) fullinit(rank int, jobID string) error {
+	kv := []string{"pmirank", strconv.Itoa(rank), "threaded", "FALSE"}
+	if jobID != "" {
+		kv = append([]string{"pmijobid", jobID}, kv...)
+	}
+	r, err := c.call("fullinit", "fullinit-response", kv...)
 	if err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func TestFakeServer2(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			errs[rank] = func() error {
-				c, err := Negotiate(a, rank, -1)
+				c, err := Negotiate(a, rank, -1, "7.0")
 				if err != nil {
 					return err
 				}
@@ -141,7 +141,7 @@ func TestFakeServer2(t *testing.T) {
 	for _, l := range pm.log {
 		count[l]++
 	}
-	for _, want := range []string{"fullinit map[pmirank:1 threaded:FALSE]", "job-getid map[]", "kvs-fence map[]",
+	for _, want := range []string{"fullinit map[pmijobid:7.0 pmirank:1 threaded:FALSE]", "job-getid map[]", "kvs-fence map[]",
 		"kvs-get map[jobid:kvs_7;0 key:addr-0 srcid:-1]", "kvs-put map[key:addr-1 value:3ef]", "finalize map[]"} {
 		if count[want] == 0 {
 			t.Errorf("request %q not seen; log:\n%s", want, strings.Join(pm.log, "\n"))
@@ -157,7 +157,7 @@ func TestNegotiate(t *testing.T) {
 		version      int
 	}{
 		{"pmi1", "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\ncmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024\n" +
-			"cmd=appnum appnum=0\ncmd=my_kvsname kvsname=kvs_1\n", 1},
+			"cmd=appnum appnum=-1\ncmd=my_kvsname kvsname=kvs_1\n", 1}, // Slurm's appnum
 		{"refused", "cmd=response_to_init rc=-1 msg=no\n", 0},
 		{"version 3", "cmd=response_to_init pmi_version=3 rc=0\n", 0},
 		{"hang up", "", 0},
@@ -173,7 +173,7 @@ func TestNegotiate(t *testing.T) {
 				b.Close()
 			}
 		}()
-		cl, err := Negotiate(a, 0, 1)
+		cl, err := Negotiate(a, 0, 1, "")
 		switch {
 		case c.version == 0 && err == nil:
 			t.Errorf("%s: accepted", c.name)
@@ -204,6 +204,11 @@ func TestParseCommand2(t *testing.T) {
 		if _, _, err := DecodeFrame2([]byte(bad)); !errors.Is(err, ErrProtocol) {
 			t.Errorf("frame %q: %v, want ErrProtocol", bad, err)
 		}
+	}
+	// Slurm pads the length on the right
+	body := "cmd=kvs-fence-response;rc=0;"
+	if r, n, err := DecodeFrame2([]byte(fmt.Sprintf("%-6d", len(body)) + body)); err != nil || n != 6+len(body) || r.Cmd != "kvs-fence-response" {
+		t.Errorf("left-justified length: %+v, %d, %v", r, n, err)
 	}
 	f := EncodeCommand2("kvs-put", "key", "k", "value", "x;y")
 	if string(f) != "    29cmd=kvs-put;key=k;value=x;;y;" {

@@ -10,7 +10,8 @@ import (
 )
 
 // PMI-2 wire format: every command and response is a frame of a 6-byte
-// decimal length, padded with spaces on the left ("%6u"), then that many
+// decimal length, padded with spaces (on the left by MPICH, on the right
+// by Slurm), then that many
 // bytes of "key=value;" fields, the first of them "cmd=NAME;". A ';'
 // inside a value is written twice (";;").
 
@@ -43,12 +44,13 @@ func DecodeFrame2(b []byte) (Response, int, error) {
 	return r, frameHeader + n, err
 }
 
-// frameLen decodes a frame's length field.
+// frameLen decodes a frame's length field: a decimal number padded with
+// spaces, on the left (MPICH's "%6u") or on the right (Slurm's "%-6d").
 func frameLen(b []byte) (int, error) {
 	if len(b) < frameHeader {
 		return 0, fmt.Errorf("%w: frame header of %d bytes", ErrProtocol, len(b))
 	}
-	h := strings.TrimLeft(string(b[:frameHeader]), " ")
+	h := strings.Trim(string(b[:frameHeader]), " ")
 	n, err := strconv.Atoi(h)
 	if err != nil || n < 0 || h == "" || h[0] == '+' || h[0] == '-' {
 		return 0, fmt.Errorf("%w: frame length %q", ErrProtocol, b[:frameHeader])
