@@ -17,6 +17,7 @@ import (
 
 	"github.com/ucgo/ucgo/internal/mpitest"
 	"github.com/ucgo/ucgo/internal/netns"
+	"github.com/ucgo/ucgo/internal/slurmtest"
 )
 
 func TestMain(m *testing.M) { mpitest.Main(m, run) }
@@ -76,20 +77,13 @@ func results(t *testing.T, out string) []result {
 	return rs
 }
 
-// checkKill runs the job with rank victim killed in iteration at and
-// checks that every survivor, and only they, printed the sum the
-// survivors expect, having seen the victim fail with status.
-func checkKill(t *testing.T, j mpitest.Job, iters, length, victim, at int, status string) {
+// checkResults checks that every survivor, and only they, printed the sum
+// the survivors expect, having seen the victim fail with status.
+func checkResults(t *testing.T, out string, n, iters, length, victim, at int, status string) {
 	t.Helper()
-	j.Flags = append(j.Flags, "-disable-auto-cleanup")
-	j.Args = append(j.Args, fmt.Sprint("-iters=", iters), fmt.Sprint("-len=", length), fmt.Sprint("-kill=", victim), fmt.Sprint("-at=", at))
-	out, code := mpitest.Run(t, j)
-	if code != 137 {
-		t.Fatalf("mpiexec exit code %d, want 137 (the victim's SIGKILL, reported by its supervisor):\n%s", code, out)
-	}
 	rs := results(t, out)
 	var survivors []int
-	for r := 0; r < j.N; r++ {
+	for r := 0; r < n; r++ {
 		if r != victim {
 			survivors = append(survivors, r)
 		}
@@ -107,7 +101,7 @@ func checkKill(t *testing.T, j mpitest.Job, iters, length, victim, at int, statu
 		if r.from != rs[0].from {
 			t.Fatalf("survivors disagree on the iteration to resume at:\n%s", out)
 		}
-		if want := expected(j.N, iters, length, r.from, survivors); r.sum != want {
+		if want := expected(n, iters, length, r.from, survivors); r.sum != want {
 			t.Fatalf("rank %d: sum %d, want %d:\n%s", r.rank, r.sum, want, out)
 		}
 		if want := fmt.Sprintf("; rank %d failed (%s): ", victim, status); !strings.HasPrefix(r.rest, want) {
@@ -115,6 +109,36 @@ func checkKill(t *testing.T, j mpitest.Job, iters, length, victim, at int, statu
 		}
 	}
 	t.Logf("survivors %v resumed at iteration %d, sum %d", survivors, rs[0].from, rs[0].sum)
+}
+
+// checkKill runs the job with rank victim killed in iteration at and
+// checks that every survivor, and only they, printed the sum the
+// survivors expect, having seen the victim fail with status.
+func checkKill(t *testing.T, j mpitest.Job, iters, length, victim, at int, status string) {
+	t.Helper()
+	j.Flags = append(j.Flags, "-disable-auto-cleanup")
+	j.Args = append(j.Args, fmt.Sprint("-iters=", iters), fmt.Sprint("-len=", length), fmt.Sprint("-kill=", victim), fmt.Sprint("-at=", at))
+	out, code := mpitest.Run(t, j)
+	if code != 137 {
+		t.Fatalf("mpiexec exit code %d, want 137 (the victim's SIGKILL, reported by its supervisor):\n%s", code, out)
+	}
+	checkResults(t, out, j.N, iters, length, victim, at, status)
+}
+
+// Under Slurm (a one-node cluster): srun --mpi=pmi2 -n 4
+// --kill-on-bad-exit=0, rank 1 killed in iteration 25.
+func TestSrunKill(t *testing.T) {
+	c := slurmtest.Start(t, 2)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(mpitest.Env("-iters=50", "-len=256", "-kill=1", "-at=25"), "UCGO_TLS=shm")
+	out, code := c.Srun(t, 4, 2*time.Minute, env, "--kill-on-bad-exit=0", self, "-test.run=^$")
+	if code == 0 || !strings.Contains(out, "task 1: Exited with exit code 137") {
+		t.Fatalf("srun exit code %d, want a failure naming task 1's 137:\n%s", code, out)
+	}
+	checkResults(t, out, 4, 50, 256, 1, 25, "peer failed")
 }
 
 // Four ranks over shm, no failure: every rank prints the sum of all four.

@@ -71,6 +71,12 @@ func fakeSSH(args []string) {
 	os.Exit(255)
 }
 
+// Env returns the variables that make this test binary, started by some
+// other launcher (srun), run the program with args.
+func Env(args ...string) []string {
+	return []string{rankEnv + "=1", argsEnv + "=" + strings.Join(args, " "), "GORACE=atexit_sleep_ms=0"}
+}
+
 // Job is one mpiexec run of the test binary as the program.
 type Job struct {
 	N     int      // ranks
