@@ -107,6 +107,9 @@ func checkResults(t *testing.T, out string, n, iters, length, victim, at int, st
 		if want := fmt.Sprintf("; rank %d failed (%s): ", victim, status); !strings.HasPrefix(r.rest, want) {
 			t.Fatalf("rank %d: %q, want the victim's failure as %q", r.rank, r.rest, want)
 		}
+		if want := "; matching was suspended until the purge"; !strings.HasSuffix(r.rest, want) {
+			t.Fatalf("rank %d: %q, want %q", r.rank, r.rest, want)
+		}
 	}
 	t.Logf("survivors %v resumed at iteration %d, sum %d", survivors, rs[0].from, rs[0].sum)
 }
