@@ -262,5 +262,10 @@ func (p *proc) finish() error {
 		err = nil
 	}
 	drop(recvs)
+	for _, s := range sends {
+		if s.Done() { // the others complete on their own
+			s.Release()
+		}
+	}
 	return err
 }
