@@ -159,7 +159,7 @@ func TestCyclesConnectClose(t *testing.T) {
 			if after.fds > base.fds || after.goroutines > base.goroutines {
 				t.Errorf("%d cycles left %d fds and %d goroutines behind", n, after.fds-base.fds, after.goroutines-base.goroutines)
 			}
-			if grew := int64(after.heap) - int64(base.heap); grew > 16<<20 {
+			if grew := int64(after.heap) - int64(base.heap); grew > 4<<20 {
 				t.Errorf("%d cycles grew the heap by %.1f MiB", n, float64(grew)/(1<<20))
 			}
 		})

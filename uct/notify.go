@@ -30,7 +30,8 @@ func (q NotifyQueue) String() string {
 // CompletionInfo is what a Notify handler learns about the completion that
 // ran it: the queue and, for a send completion, the endpoint the operation
 // was posted on. A receive names no endpoint: messages arrive on the iface,
-// from peers that need no endpoint of ours. A canceled handler gets the
+// from peers that need no endpoint of ours; nor does a send whose endpoint
+// closed before a Notify took its completion. A canceled handler gets the
 // zero value.
 type CompletionInfo struct {
 	Endpoint Endpoint
@@ -130,6 +131,20 @@ func (n *Notifier) CompletedN(count int, c CompletionInfo) {
 		n.handlers = n.handlers[1:]
 		n.mu.Unlock()
 		e.h(e.arg, c, nil)
+	}
+}
+
+// Forget drops the endpoint from the completions remembered for later
+// Notify calls: a transport calls it when ep closes, so that the backlog
+// keeps no closed endpoint (and what it holds) alive. Those completions
+// stay remembered and name no endpoint.
+func (n *Notifier) Forget(ep Endpoint) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i := range n.ready {
+		if n.ready[i].Endpoint == ep {
+			n.ready[i].Endpoint = nil
+		}
 	}
 }
 

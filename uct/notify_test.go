@@ -132,3 +132,22 @@ func TestNotifierHandlerMayRenotify(t *testing.T) {
 		t.Errorf("re-arming handler ran %d times over 3 completions, want 3", count)
 	}
 }
+
+// TestNotifierForget: a closed endpoint's remembered completions stay
+// remembered but no longer name it; others' keep theirs.
+func TestNotifierForget(t *testing.T) {
+	type ep struct{ Endpoint }
+	a, b := &ep{}, &ep{}
+	var n Notifier
+	n.Completed(CompletionInfo{Endpoint: a, Queue: NotifySend})
+	n.Completed(CompletionInfo{Endpoint: b, Queue: NotifySend})
+	n.Completed(CompletionInfo{Endpoint: a, Queue: NotifySend})
+	n.Forget(a)
+	var got []CompletionInfo
+	for i := 0; i < 3; i++ {
+		n.Notify(func(_ any, c CompletionInfo, _ error) { got = append(got, c) }, nil)
+	}
+	if len(got) != 3 || got[0].Endpoint != nil || got[1].Endpoint != b || got[2].Endpoint != nil || got[0].Queue != NotifySend {
+		t.Fatalf("after Forget(a): %+v", got)
+	}
+}

@@ -613,6 +613,7 @@ func (ep *Endpoint) CloseContext(ctx context.Context) error {
 	it.mu.Lock()
 	delete(it.eps, ep.qp.QPNum())
 	it.mu.Unlock()
+	it.notifier.Forget(ep)
 	// The endpoint's events name it: wait until those received are acked.
 	return multierr.Append(ep.qp.CloseContext(ctx), it.events.WaitAcksContext(ctx, ep))
 }
