@@ -83,7 +83,8 @@ type Config struct {
 	// SocketBuffer is the socket send and receive buffer size in bytes
 	// (default 8 MiB; as root it is forced past the sysctl limits).
 	SocketBuffer int
-	// NoGSO disables UDP segmentation offload for multi-packet messages.
+	// NoGSO disables UDP segmentation offload for multi-packet messages,
+	// and UDP GRO (coalesced receive) with it.
 	NoGSO bool
 }
 
@@ -240,7 +241,7 @@ func Open(cfg Config) (*Device, error) {
 		d.qpBase, _ = m.QPNRange()
 	}
 	d.tx.init(d.sock.gso)
-	d.rx.init()
+	d.rx.init(d.sock.gro)
 	// The initial state is set before the watcher can report a change.
 	nl, err := watchLink(d.index, func(up bool) {
 		st := uct.DeviceUp
