@@ -131,6 +131,7 @@ type Counters struct {
 	SeqNAKsRcvd    uint64
 	RNRNAKsRcvd    uint64
 	DuplicatesRcvd uint64
+	RxCoalesced    uint64 // datagrams that carried several packets (UDP GRO)
 }
 
 // Device is an open RoCEv2 device: one UDP socket on one local address and

@@ -153,6 +153,9 @@ func (d *Device) progressLocked() {
 		for i := 0; i < n; i++ {
 			b, src := d.rx.packet(i)
 			seg := d.rx.segSize(i)
+			if seg != 0 && len(b) > seg {
+				d.ctr.RxCoalesced++
+			}
 			for {
 				var p []byte
 				p, b = groNext(b, seg)
