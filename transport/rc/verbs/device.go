@@ -83,7 +83,8 @@ type Config struct {
 	// SocketBuffer is the socket send and receive buffer size in bytes
 	// (default 8 MiB; as root it is forced past the sysctl limits).
 	SocketBuffer int
-	// NoGSO disables UDP segmentation offload for multi-packet messages.
+	// NoGSO disables UDP segmentation offload for multi-packet messages,
+	// and UDP GRO (coalesced receive) with it.
 	NoGSO bool
 }
 
@@ -130,6 +131,7 @@ type Counters struct {
 	SeqNAKsRcvd    uint64
 	RNRNAKsRcvd    uint64
 	DuplicatesRcvd uint64
+	RxCoalesced    uint64 // datagrams that carried several packets (UDP GRO)
 }
 
 // Device is an open RoCEv2 device: one UDP socket on one local address and
@@ -240,7 +242,7 @@ func Open(cfg Config) (*Device, error) {
 		d.qpBase, _ = m.QPNRange()
 	}
 	d.tx.init(d.sock.gso)
-	d.rx.init()
+	d.rx.init(d.sock.gro)
 	// The initial state is set before the watcher can report a change.
 	nl, err := watchLink(d.index, func(up bool) {
 		st := uct.DeviceUp

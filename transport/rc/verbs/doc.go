@@ -42,7 +42,9 @@
 // engine mutex) guards all of its state. The engine runs when the user
 // calls Device.Progress, CQ.Poll (which runs Progress before returning
 // completions) or CompChannel.GetCQEvent (which runs it while it waits):
-// it drains the socket with recvmmsg in batches, runs the responder
+// it drains the socket with recvmmsg in batches (with UDP GRO on a socket
+// it does not share, so that a peer's GSO message arrives as one
+// datagram, which it cuts back into packets), runs the responder
 // (SEND/WRITE/READ/atomic execution, ACK coalescing, NAKs, duplicate
 // detection and replay of READs and atomics from responder resources; a
 // duplicate SEND or WRITE packet is ACKed again only if it asks for an

@@ -152,7 +152,18 @@ func (d *Device) progressLocked() {
 		d.rxFailedLocked(err)
 		for i := 0; i < n; i++ {
 			b, src := d.rx.packet(i)
-			d.handle(b, src)
+			seg := d.rx.segSize(i)
+			if seg != 0 && len(b) > seg {
+				d.ctr.RxCoalesced++
+			}
+			for {
+				var p []byte
+				p, b = groNext(b, seg)
+				d.handle(p, src)
+				if len(b) == 0 {
+					break
+				}
+			}
 		}
 		if n < batchLen {
 			break

@@ -36,7 +36,7 @@ func (d *Device) corruptLocked(src string, err error) {
 // Others (EAGAIN, a transient shortage, an ICMP error) are not fatal: the
 // next receive tries again.
 func (d *Device) rxFailedLocked(err error) {
-	if err == nil || d.fatal || !(errors.Is(err, unix.EBADF) || errors.Is(err, unix.ENOTSOCK) || errors.Is(err, unix.EINVAL)) {
+	if err == nil || err == unix.EAGAIN || d.fatal || !(errors.Is(err, unix.EBADF) || errors.Is(err, unix.ENOTSOCK) || errors.Is(err, unix.EINVAL)) {
 		return
 	}
 	d.fatal = true

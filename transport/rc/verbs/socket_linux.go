@@ -21,6 +21,7 @@ type socket struct {
 	fd   int
 	port uint16
 	gso  bool
+	gro  bool // UDP GRO is on (gro_linux.go)
 	// member is the socket's place in the group sharing the RoCEv2 port
 	// (nil when the port is not shared); shareErr says why not.
 	member   *reuseport.Member
@@ -47,6 +48,7 @@ func openSocket(local netip.AddrPort, bufSize int, gso, rocePort, share bool) (*
 	if gso {
 		_, err := unix.GetsockoptInt(fd, unix.SOL_UDP, unix.UDP_SEGMENT)
 		s.gso = err == nil
+		s.gro = s.member == nil && enableGRO(fd)
 	}
 	return s, nil
 }
@@ -219,22 +221,34 @@ func (t *txBatch) small(i int) bool {
 	return true
 }
 
-// rxBatch receives up to batchLen packets with one recvmmsg.
+// rxBatch receives up to batchLen datagrams with one recvmmsg; with GRO
+// a datagram may be several packets coalesced (see gro_linux.go).
 type rxBatch struct {
+	gro  bool
 	msgs []mmsghdr
 	iov  []unix.Iovec
 	bufs [][]byte
 	src  []unix.RawSockaddrInet4
-	used int // headers the last recv filled: only they need resetting
+	ctrl [][]byte // UDP_GRO control messages (GRO only)
+	used int      // headers the last recv filled: only they need resetting
 }
 
-func (r *rxBatch) init() {
+func (r *rxBatch) init(gro bool) {
+	r.gro = gro
 	r.msgs = make([]mmsghdr, batchLen)
 	r.iov = make([]unix.Iovec, batchLen)
 	r.bufs = make([][]byte, batchLen)
 	r.src = make([]unix.RawSockaddrInet4, batchLen)
+	size := rxBufSize
+	if gro {
+		size = groMaxLen
+		r.ctrl = make([][]byte, batchLen)
+		for i := range r.ctrl {
+			r.ctrl[i] = make([]byte, groCtrlLen)
+		}
+	}
 	for i := range r.bufs {
-		r.bufs[i] = make([]byte, rxBufSize)
+		r.bufs[i] = make([]byte, size)
 	}
 	r.used = batchLen
 }
@@ -243,7 +257,11 @@ func (r *rxBatch) init() {
 // error of the receive call (EAGAIN if none waited).
 func (r *rxBatch) recv(fd int) (int, error) {
 	for i := range r.used {
-		setMsg(&r.msgs[i], &r.iov[i], r.bufs[i], &r.src[i], nil)
+		var ctrl []byte
+		if r.gro {
+			ctrl = r.ctrl[i]
+		}
+		setMsg(&r.msgs[i], &r.iov[i], r.bufs[i], &r.src[i], ctrl)
 	}
 	r.used = 0
 	for {
@@ -266,6 +284,26 @@ func (r *rxBatch) packet(i int) ([]byte, netip.AddrPort) {
 		n = 0
 	}
 	return r.bufs[i][:n], addrPortOf(&r.src[i])
+}
+
+// segSize returns the segment size of datagram i of the last recv if
+// GRO coalesced several packets into it, else 0. A control message that
+// does not parse counts as none: the datagram is then handled as one
+// packet, and fails its ICRC check if it was more.
+func (r *rxBatch) segSize(i int) int {
+	if !r.gro {
+		return 0
+	}
+	h := &r.msgs[i].hdr
+	n := int(h.Controllen)
+	if n > len(r.ctrl[i]) || h.Flags&unix.MSG_CTRUNC != 0 {
+		return 0
+	}
+	seg, err := groSegSize(r.ctrl[i][:n])
+	if err != nil {
+		return 0
+	}
+	return seg
 }
 
 func newEventFD() (int, error) {
