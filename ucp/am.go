@@ -3,7 +3,6 @@ package ucp
 import (
 	"fmt"
 
-	"github.com/ucgo/ucgo/ucp/internal/match"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -203,116 +202,6 @@ const (
 	amRndvKept         // rendezvous kept by the handler
 	amRndvDone         // rendezvous received or released
 )
-
-// amAsm is an active message being assembled from fragments.
-type amAsm struct {
-	f   match.Frag
-	id  uint16
-	hdr []byte
-	buf []byte
-	got int
-}
-
-// onUserFrag adds a fragment to its message and runs the handler when
-// the message is complete.
-func (w *Worker) onUserFrag(_ any, data []byte, _ uct.AMFlags) {
-	m, err := decodeUserFrag(data)
-	if err != nil {
-		return
-	}
-	w.lockCB()
-	ep := w.epByID(m.dst)
-	if ep == nil || ep.err != nil {
-		if ep == nil {
-			w.stats.ClosedDrops++
-		} else {
-			w.stats.FailedDrops.AMFrag++
-		}
-		w.unlockCB()
-		return
-	}
-	src := match.Src(ep.id)
-	var a *amAsm
-	if m.off == 0 {
-		if m.total > amMaxEager {
-			w.unlockCB()
-			return
-		}
-		a = &amAsm{id: m.id, hdr: append([]byte(nil), m.hdr...), buf: w.getAMBuf(int(m.total))}
-		a.f = match.Frag{Src: src, ID: m.mid, Data: a}
-		if !w.amFrags.Add(&a.f) {
-			w.unlockCB()
-			return
-		}
-	} else if f := w.amFrags.Get(src, m.mid); f != nil {
-		a = f.Data.(*amAsm)
-	} else {
-		w.unlockCB()
-		return
-	}
-	if m.off != uint64(a.got) || m.total != uint64(len(a.buf)) || uint64(len(m.data)) > m.total-m.off {
-		w.amFrags.Remove(&a.f) // out of order: the message is lost
-		w.unlockCB()
-		return
-	}
-	a.got += copy(a.buf[a.got:], m.data)
-	if a.got < len(a.buf) {
-		w.unlockCB()
-		return
-	}
-	w.amFrags.Remove(&a.f)
-	h := w.am[a.id]
-	if h == nil {
-		w.stats.AMNoHandler++
-		w.unlockCB()
-		return
-	}
-	w.unlockCB()
-	msg := w.eagerMsg()
-	msg.ID, msg.Header, msg.Data, msg.Reply, msg.Length = a.id, a.hdr, a.buf, ep, len(a.buf)
-	msg.owned = true
-	h(msg)
-	if !msg.kept {
-		w.lockCB()
-		w.putAMBuf(a.buf)
-		w.unlockCB()
-	}
-	w.eagerMsgDone(msg)
-}
-
-// amBufMax bounds the assembly buffers the worker keeps for reuse.
-const (
-	amBufMax   = 4 << 20
-	amBufCount = 8
-)
-
-// getAMBuf returns an assembly buffer of n bytes (lock held).
-func (w *Worker) getAMBuf(n int) []byte {
-	for i := len(w.amBufs) - 1; i >= 0; i-- {
-		if b := w.amBufs[i]; cap(b) >= n {
-			w.amBufs = append(w.amBufs[:i], w.amBufs[i+1:]...)
-			return b[:n]
-		}
-	}
-	return make([]byte, n)
-}
-
-// putAMBuf keeps b for reuse (lock held).
-func (w *Worker) putAMBuf(b []byte) {
-	if cap(b) == 0 || cap(b) > amBufMax {
-		return
-	}
-	if len(w.amBufs) == amBufCount {
-		copy(w.amBufs, w.amBufs[1:]) // forget the oldest
-		w.amBufs = w.amBufs[:amBufCount-1]
-	}
-	w.amBufs = append(w.amBufs, b)
-}
-
-// dropAMFrags drops the partial active messages from ep (lock held).
-func (w *Worker) dropAMFrags(ep *Endpoint) {
-	w.amFrags.Purge(match.Src(ep.id))
-}
 
 // onUserRTS runs the handler for a rendezvous active message. If the
 // handler neither receives the data nor keeps the message, the data is

@@ -92,6 +92,20 @@ type Config struct {
 	// ThreadSafe makes workers safe for use by several goroutines.
 	ThreadSafe bool
 
+	// AMReassemblyMax bounds the memory a worker holds for active
+	// messages being reassembled from fragments, all peers together;
+	// AMReassemblyPeerMax bounds it per peer. Memory is taken as
+	// fragments arrive; a message that would exceed either limit fails
+	// alone (WorkerStats.AMReassemblyDrops, a DropEvent). 0 picks 1 GiB
+	// and 256 MiB.
+	AMReassemblyMax     int
+	AMReassemblyPeerMax int
+
+	// RcacheMax bounds the bytes of unused rendezvous registrations a
+	// worker keeps cached (each keeps its buffer alive); 0 picks 64 MiB.
+	// An endpoint's entries are released when it is closed or purged.
+	RcacheMax int
+
 	// chunkMax, when positive, bounds the chunks of RMA and rendezvous
 	// transfers below the lane's zcopy limits: a test hook, so that a
 	// transfer of a few MiB is chunked (and meets back-pressure) as one
@@ -164,6 +178,12 @@ const (
 	EnvSilentPeers  = "UCGO_KEEPALIVE_SILENT"
 	EnvMatchingMode = "UCGO_MATCHING_MODE"
 	EnvThreadSafe   = "UCGO_THREAD_SAFE"
+	// EnvAMReassemblyMax and EnvAMReassemblyPeerMax set
+	// Config.AMReassemblyMax and AMReassemblyPeerMax.
+	EnvAMReassemblyMax     = "UCGO_AM_REASSEMBLY_MAX"
+	EnvAMReassemblyPeerMax = "UCGO_AM_REASSEMBLY_PEER_MAX"
+	// EnvRcacheMax sets Config.RcacheMax.
+	EnvRcacheMax = "UCGO_RCACHE_MAX"
 )
 
 // applyEnv overrides cfg from the environment (getenv is os.Getenv in
@@ -202,7 +222,9 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 	for _, kv := range []struct {
 		k string
 		p *int
-	}{{EnvShortThresh, &cfg.ShortThresh}, {EnvZcopyThresh, &cfg.ZcopyThresh}, {EnvRndvThresh, &cfg.RndvThresh}} {
+	}{{EnvShortThresh, &cfg.ShortThresh}, {EnvZcopyThresh, &cfg.ZcopyThresh}, {EnvRndvThresh, &cfg.RndvThresh},
+		{EnvAMReassemblyMax, &cfg.AMReassemblyMax}, {EnvAMReassemblyPeerMax, &cfg.AMReassemblyPeerMax},
+		{EnvRcacheMax, &cfg.RcacheMax}} {
 		if v := getenv(kv.k); v != "" {
 			n, err := parseSize(v)
 			if err != nil {

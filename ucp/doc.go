@@ -22,7 +22,12 @@
 // carrying our address and our endpoint id; the peer answers with its id, creating an endpoint back to
 // us if it has none. Operations started before the answer are queued.
 // Every later message carries the receiver's endpoint id, so the receiver
-// finds the sender with one slice index.
+// finds the sender with one slice index. The id is not trusted alone: an
+// endpoint is bound to the connection its peer's wireup arrived on (the
+// transport's AM source: the receiving rc QP, the sending shm iface), and
+// a message naming it from any other connection, a close included, is
+// dropped, counted in WorkerStats.LaneMismatch and reported to the drop
+// handler (SetDropHandler).
 //
 // # Operations
 //
@@ -48,7 +53,10 @@
 // sender PUTs and answers ATP. The data moves once, from the user's
 // buffer into the user's buffer; the registrations of rendezvous buffers
 // and the peer's unpacked keys are cached (bounded, least recently used
-// evicted; a cached registration keeps its buffer referenced), so a buffer
+// evicted; a cached registration keeps its buffer referenced, so the
+// registrations are bounded by bytes, Config.RcacheMax, and those of an
+// endpoint no other endpoint used are released when it is closed or
+// purged), so a buffer
 // sent again costs no registration. Rendezvous data, Put and Get move in
 // chunks of the RMA lane's zcopy limit; a chunk the lane refuses for lack
 // of resources does not fail its request: the rest of the transfer waits
@@ -66,7 +74,12 @@
 // buffer. Larger messages below the rendezvous threshold (RndvThresh, by
 // default one fragment) go eager in fragments, reassembled on arrival
 // (partial messages are keyed by sender and message id, and dropped when
-// the sender's endpoint fails or is purged); larger ones, when the
+// the sender's endpoint fails or is purged; their memory grows as
+// fragments arrive, bounded per peer and per worker by
+// Config.AMReassemblyPeerMax and AMReassemblyMax: a message that would
+// exceed a limit fails alone, counted in WorkerStats.AMReassemblyDrops
+// and reported to the worker's drop handler, SetDropHandler); larger
+// ones, when the
 // endpoint has a get lane, by rendezvous: an RTS with the user header,
 // the sender's registered buffer and packed key. The handler of a
 // rendezvous message gets AMMessage.Rndv set and Data nil; it receives

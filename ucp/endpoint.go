@@ -80,6 +80,9 @@ type Endpoint struct {
 	kaMissed int    // rounds without one
 	kaPeer   uint32 // the peer's keepalive interval in ms; 0: not armed
 
+	asmBytes int     // reassembly memory held for this peer (reassembly.go)
+	rx       laneSrc // where the peer's messages arrive (lanebind.go)
+
 	scratch [128]byte
 }
 
@@ -124,7 +127,8 @@ func (w *Worker) Connect(addr []byte, p EPParams) (*Endpoint, error) {
 	return w.newEP(a, p, true)
 }
 
-// newEP connects lanes to a and sends the wireup request (lock held).
+// newEP connects lanes to a and, for Connect, sends the wireup request
+// (lock held).
 // named says p comes from the user (Connect), so p.SourceTag is the
 // peer's rank; an endpoint created for a peer that connected to us has no
 // known source tag until Connect names it.
@@ -154,8 +158,12 @@ func (w *Worker) newEP(a Address, p EPParams, named bool) (*Endpoint, error) {
 	if named && w.cfg.SourceTagMask != 0 {
 		w.setSourceTag(ep, p.SourceTag)
 	}
-	ep.wireupDue = true
-	ep.sendWireup()
+	if named {
+		// An endpoint created for a wireup request answers once the
+		// request has been checked (onWireup).
+		ep.wireupDue = true
+		ep.sendWireup()
+	}
 	return ep, nil
 }
 
@@ -264,6 +272,7 @@ func (w *Worker) onWireup(arg any, data []byte, _ uct.AMFlags) {
 		return
 	}
 	ep := w.byUUID[a.UUID]
+	created := false
 	if ep == nil {
 		if m.kind != wireupReq {
 			return
@@ -272,8 +281,12 @@ func (w *Worker) onWireup(arg any, data []byte, _ uct.AMFlags) {
 			slog.Warn("ucp: cannot connect back to peer", "err", err)
 			return
 		}
+		created = true
 	}
-	if ep.err != nil {
+	if ep.err != nil || !w.bindLane(ep, m.src) {
+		if created {
+			w.closeEP(ep, true, uct.ErrCanceled)
+		}
 		return
 	}
 	ep.rid, ep.ridKnown = m.src, true
@@ -510,6 +523,7 @@ func (w *Worker) closeEP(ep *Endpoint, force bool, status uct.Status) {
 		}
 	}
 	w.closeLanes(ep)
+	w.regs.releaseEP(ep)
 	w.eps[ep.id] = nil
 	if w.byUUID[ep.uuid] == ep {
 		delete(w.byUUID, ep.uuid)

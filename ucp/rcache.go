@@ -15,7 +15,12 @@ import (
 //     length, access) to a registration and its packed key bundle. An
 //     entry keeps its buffer referenced, so the memory cannot be freed and
 //     reused under it; unused entries are evicted least recently used
-//     first beyond regCacheMax entries or regCacheBytes bytes.
+//     first beyond regCacheMax entries or Config.RcacheMax bytes (default
+//     64 MiB, UCGO_RCACHE_MAX), so what the cache keeps alive
+//     is bounded by bytes. Each entry remembers the endpoints that used
+//     it; when an endpoint is closed or purged, the entries no other open
+//     endpoint used are evicted, so a closed peer's buffers become
+//     collectable.
 //   - the key cache (per endpoint lane) maps a packed key bundle to the
 //     unpacked key; keys name their registration uniquely (shm: slot and
 //     generation; rc: the MR's key), so a stale entry is never hit by a
@@ -24,9 +29,9 @@ import (
 // Entries are reference counted: one used by a rendezvous in flight is
 // never closed under it.
 const (
-	regCacheMax   = 256
-	regCacheBytes = 1 << 30
-	keyCacheMax   = 64
+	regCacheMax      = 256
+	defaultRcacheMax = 64 << 20
+	keyCacheMax      = 64
 )
 
 type regKey struct {
@@ -43,6 +48,7 @@ type regEntry struct {
 	refs   int
 	cached bool
 	lru    entryLinks[regEntry]
+	users  []*Endpoint // endpoints that used the entry since it was cached
 }
 
 // entryLinks links an unused cache entry into its LRU list.
@@ -52,9 +58,11 @@ type entryLinks[T any] struct {
 }
 
 type regCache struct {
-	m     map[regKey]*regEntry
-	lru   lruList[regEntry]
-	bytes int
+	m        map[regKey]*regEntry
+	lru      lruList[regEntry]
+	bytes    int
+	maxBytes int
+	byEP     map[*Endpoint][]*regEntry // cached entries by user
 }
 
 // lruList is an intrusive list of unused entries, oldest first.
@@ -95,17 +103,24 @@ func (l *lruList[T]) remove(e *T) {
 	l.n--
 }
 
-func newRegCache() *regCache {
-	return &regCache{m: map[regKey]*regEntry{}, lru: lruList[regEntry]{links: func(e *regEntry) *entryLinks[regEntry] { return &e.lru }}}
+// newRegCache returns a cache that keeps at most maxBytes of unused
+// registrations (0: defaultRcacheMax).
+func newRegCache(maxBytes int) *regCache {
+	if maxBytes <= 0 {
+		maxBytes = defaultRcacheMax
+	}
+	return &regCache{m: map[regKey]*regEntry{}, maxBytes: maxBytes, byEP: map[*Endpoint][]*regEntry{},
+		lru: lruList[regEntry]{links: func(e *regEntry) *entryLinks[regEntry] { return &e.lru }}}
 }
 
-// get returns a registration of buf (non-empty) with access on md, taking
-// a reference (lock held).
-func (c *regCache) get(md *mdEntry, buf []byte, acc uct.Access) (*regEntry, error) {
+// get returns a registration of buf (non-empty) with access on md for
+// ep, taking a reference (lock held).
+func (c *regCache) get(ep *Endpoint, md *mdEntry, buf []byte, acc uct.Access) (*regEntry, error) {
 	k := regKey{md: md, p: &buf[0], n: len(buf), acc: acc}
 	if e := c.m[k]; e != nil {
 		c.lru.remove(e)
 		e.refs++
+		c.addUser(e, ep)
 		return e, nil
 	}
 	mem, err := md.md.Register(buf, acc)
@@ -116,8 +131,45 @@ func (c *regCache) get(md *mdEntry, buf []byte, acc uct.Access) (*regEntry, erro
 	e.bundle = packBundle([]bundlePart{{md.comp.Name(), mem.PackRKey()}})
 	c.m[k] = e
 	c.bytes += len(buf)
+	c.addUser(e, ep)
 	c.trim()
 	return e, nil
+}
+
+// addUser records that ep uses e.
+func (c *regCache) addUser(e *regEntry, ep *Endpoint) {
+	for _, u := range e.users {
+		if u == ep {
+			return
+		}
+	}
+	e.users = append(e.users, ep)
+	c.byEP[ep] = append(c.byEP[ep], e)
+}
+
+// releaseEP forgets ep as a user and evicts the entries no other
+// endpoint used; entries in flight are closed when their last reference
+// goes (lock held).
+func (c *regCache) releaseEP(ep *Endpoint) {
+	es := c.byEP[ep]
+	delete(c.byEP, ep)
+	for _, e := range es {
+		e.users = removePtr(e.users, ep)
+		if len(e.users) == 0 && e.cached {
+			c.evict(e)
+		}
+	}
+}
+
+func removePtr[T any](s []*T, p *T) []*T {
+	for i, x := range s {
+		if x == p {
+			s[i] = s[len(s)-1]
+			s[len(s)-1] = nil
+			return s[:len(s)-1]
+		}
+	}
+	return s
 }
 
 // put drops a reference; an unused entry stays cached (lock held).
@@ -135,7 +187,7 @@ func (c *regCache) put(e *regEntry) {
 
 // trim evicts unused entries beyond the limits.
 func (c *regCache) trim() {
-	for c.lru.head != nil && (len(c.m) > regCacheMax || c.bytes > regCacheBytes) {
+	for c.lru.head != nil && (len(c.m) > regCacheMax || c.bytes > c.maxBytes) {
 		c.evict(c.lru.head)
 	}
 }
@@ -145,6 +197,14 @@ func (c *regCache) evict(e *regEntry) {
 	delete(c.m, e.key)
 	c.bytes -= e.key.n
 	e.cached = false
+	for _, u := range e.users {
+		if es := removePtr(c.byEP[u], e); len(es) > 0 {
+			c.byEP[u] = es
+		} else {
+			delete(c.byEP, u)
+		}
+	}
+	e.users = nil
 	if e.refs == 0 {
 		e.mem.Close()
 	}
@@ -162,6 +222,7 @@ func (c *regCache) close() error {
 		}
 	}
 	clear(c.m)
+	clear(c.byEP)
 	c.bytes = 0
 	return err
 }

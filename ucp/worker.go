@@ -93,6 +93,8 @@ type Worker struct {
 	amFrags *match.Queue // active messages being assembled, by (source, id)
 	amBufs  [][]byte     // assembly buffers no handler kept
 	amMsg   *AMMessage   // given to eager handlers (eagerMsg)
+	drops   dropState    // reassembly accounting, drop handler (drops.go)
+	rx      rxInfo       // source of the wireup being handled (lanebind.go)
 
 	regs *regCache // rendezvous registrations
 
@@ -148,7 +150,7 @@ func (c *Context) NewWorker() (*Worker, error) {
 	var rb [8]byte
 	rand.Read(rb[:])
 	w := &Worker{ctx: c, cfg: c.cfg, uuid: binary.LittleEndian.Uint64(rb[:]) | 1, byUUID: map[uint64]*Endpoint{},
-		am: map[uint16]AMHandler{}, safe: c.cfg.ThreadSafe, eps: []*Endpoint{nil}, regs: newRegCache(),
+		am: map[uint16]AMHandler{}, safe: c.cfg.ThreadSafe, eps: []*Endpoint{nil}, regs: newRegCache(c.cfg.RcacheMax),
 		amFrags: match.NewQueue(), goneErr: map[match.Src]error{}}
 	mm := match.Suspend
 	if c.cfg.MatchingMode == MatchingNeverSuspend {
@@ -183,21 +185,6 @@ func (c *Context) NewWorker() (*Worker, error) {
 		go w.keepaliveTimer(c.cfg.KeepaliveInterval)
 	}
 	return w, nil
-}
-
-func (w *Worker) setHandlers(wi *wiface) {
-	it := wi.it
-	it.SetAMHandler(amWireup, w.onWireup, wi)
-	it.SetAMHandler(amEager, w.onEager, nil)
-	it.SetAMHandler(amRTS, w.onRTS, nil)
-	it.SetAMHandler(amATS, w.onATS, nil)
-	it.SetAMHandler(amRTR, w.onRTR, nil)
-	it.SetAMHandler(amATP, w.onATP, nil)
-	it.SetAMHandler(amUser, w.onUser, nil)
-	it.SetAMHandler(amKeepalive, w.onKeepalive, nil)
-	it.SetAMHandler(amClose, w.onClose, nil)
-	it.SetAMHandler(amUserFrag, w.onUserFrag, nil)
-	it.SetAMHandler(amUserRTS, w.onUserRTS, nil)
 }
 
 // Transport access of the goroutine holding a thread-safe worker's

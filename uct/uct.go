@@ -50,9 +50,12 @@ type MDAttr struct {
 // unpacks remote keys. It also opens ifaces on its devices.
 type MD interface {
 	Attr() MDAttr
-	// Register makes buf accessible with access rights. buf must stay
-	// reachable and unmoved (allocate it with Alloc or keep it referenced)
-	// until the Mem is closed.
+	// Register makes buf accessible with access rights. Every transport
+	// keeps registered memory alive until deregistration: the MD holds a
+	// reference to buf until the Mem is closed, so a peer that still has
+	// the key never writes into memory the garbage collector has freed,
+	// even if the caller dropped every other reference to buf. After Close
+	// peers' operations with the key fail with ErrRemoteProtection.
 	Register(buf []byte, access Access) (Mem, error)
 	// Alloc allocates size bytes that peers can access directly.
 	Alloc(size int, access Access) (Mem, error)

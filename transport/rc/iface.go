@@ -69,6 +69,7 @@ type Iface struct {
 
 	am [uct.MaxAMID + 1]struct {
 		h   uct.AMHandler
+		hs  uct.AMSourceHandler // amsource.go
 		arg any
 	}
 
@@ -101,8 +102,9 @@ type Iface struct {
 // the peer's AMs and grants credits back.
 type passiveQP struct {
 	qp     *verbs.QP
-	recvd  int // AMs received since the last grant
-	owed   int // credits not yet granted (the SQ was full)
+	origin uint64 // the requesting iface's nonce (amsource.go)
+	recvd  int    // AMs received since the last grant
+	owed   int    // credits not yet granted (the SQ was full)
 	sqUsed int
 }
 
@@ -230,7 +232,7 @@ func (it *Iface) SetAMHandler(id uint8, h uct.AMHandler, arg any) error {
 	if id > uct.MaxAMID {
 		return fmt.Errorf("rc: AM id %d > %d: %w", id, uct.MaxAMID, uct.ErrInvalidParam)
 	}
-	it.am[id].h, it.am[id].arg = h, arg
+	it.am[id].h, it.am[id].hs, it.am[id].arg = h, nil, arg
 	return nil
 }
 
@@ -312,7 +314,7 @@ func (it *Iface) acceptCM(req cmMsg) (cmMsg, func(), error) {
 		qp.Close()
 		return cmMsg{}, nil, err
 	}
-	pq := &passiveQP{qp: qp}
+	pq := &passiveQP{qp: qp, origin: req.Nonce}
 	it.mu.Lock()
 	if it.closed {
 		it.mu.Unlock()
@@ -526,8 +528,10 @@ func (it *Iface) recvDone(wc *verbs.WC) {
 		return
 	}
 	id := immAMID(wc.Imm)
-	if h := it.am[id].h; h != nil {
-		h(it.am[id].arg, it.rxBuf[idx*segSize:idx*segSize+int(wc.ByteLen)], 0)
+	if e := &it.am[id]; e.hs != nil {
+		e.hs(e.arg, it.rxBuf[idx*segSize:idx*segSize+int(wc.ByteLen)], 0, uct.AMSource(wc.QPNum))
+	} else if e.h != nil {
+		e.h(e.arg, it.rxBuf[idx*segSize:idx*segSize+int(wc.ByteLen)], 0)
 	}
 	it.postRecv(idx)
 	it.mu.Lock()

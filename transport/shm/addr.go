@@ -9,7 +9,7 @@ import (
 
 const (
 	segMagic   = 0x48534355 // "UCSH"
-	segVersion = 2
+	segVersion = 3
 	addrLen    = 32
 )
 
@@ -66,6 +66,8 @@ const (
 	hdrCookie    = 24
 	hdrCellSize  = 32
 	hdrBufSize   = 36
+	hdrKeyFD     = 40  // fd of the owner MD's key table
+	hdrKeyCookie = 48  // the key table's cookie
 	hdrTail      = 64  // producers' reservation counter (own cache line)
 	hdrFutex     = 128 // futex word (own cache line)
 	hdrWaiting   = 132 // receiver sleeps (set by Arm)
@@ -73,7 +75,8 @@ const (
 	hdrDisabled  = 192 // owner's device is down or RDMA-disabled (own cache line)
 	hdrSize      = 4096
 	cellSize     = 128
-	cellHdr      = 16
+	cellHdr      = 24
+	cellSrc      = 16 // the sender iface's AM source (pid<<32 | segment fd)
 	inlineMax    = cellSize - cellHdr
 	defaultCells = 256
 	bufSize      = 8192
@@ -87,6 +90,8 @@ type segHeader struct {
 	Cookie    uint64
 	CellSize  int
 	BufSize   int
+	KeyFD     int
+	KeyCookie uint64
 }
 
 func encodeHeader(b []byte, h segHeader) {
@@ -98,6 +103,8 @@ func encodeHeader(b []byte, h segHeader) {
 	binary.LittleEndian.PutUint64(b[hdrCookie:], h.Cookie)
 	binary.LittleEndian.PutUint32(b[hdrCellSize:], uint32(h.CellSize))
 	binary.LittleEndian.PutUint32(b[hdrBufSize:], uint32(h.BufSize))
+	binary.LittleEndian.PutUint32(b[hdrKeyFD:], uint32(h.KeyFD))
+	binary.LittleEndian.PutUint64(b[hdrKeyCookie:], h.KeyCookie)
 }
 
 func segLen(cells int) int { return hdrSize + cells*cellSize + cells*bufSize }
@@ -121,6 +128,11 @@ func decodeHeader(b []byte, total int) (segHeader, error) {
 		Cookie:    binary.LittleEndian.Uint64(b[hdrCookie:]),
 		CellSize:  int(binary.LittleEndian.Uint32(b[hdrCellSize:])),
 		BufSize:   int(binary.LittleEndian.Uint32(b[hdrBufSize:])),
+		KeyFD:     int(binary.LittleEndian.Uint32(b[hdrKeyFD:])),
+		KeyCookie: binary.LittleEndian.Uint64(b[hdrKeyCookie:]),
+	}
+	if h.KeyFD < 0 || h.KeyFD > 1<<20 {
+		return segHeader{}, fmt.Errorf("shm segment: key table fd %d out of range: %w", h.KeyFD, uct.ErrInvalidAddress)
 	}
 	if h.CellSize != cellSize || h.BufSize != bufSize {
 		return segHeader{}, fmt.Errorf("shm segment: cell %d/buf %d, want %d/%d: %w", h.CellSize, h.BufSize, cellSize, bufSize, uct.ErrInvalidAddress)

@@ -1,7 +1,8 @@
 // Package shm is the uct transport between processes on one host.
 //
 // Each iface owns a memfd segment: a header (magic, version, owner pid,
-// process start time, random cookie, futex word) followed by a bounded
+// process start time, random cookie, futex word, the fd and cookie of the
+// MD's key table) followed by a bounded
 // multi-producer single-consumer ring of 128-byte cells, each with its own
 // bcopy buffer. Peers attach by opening /proc/PID/fd/N and mapping the
 // segment MAP_SHARED, so only same-user processes can attach and nothing
@@ -10,13 +11,24 @@
 // word; the receiver polls the head cell in Progress and hands the cell it
 // delivered last back to the senders when it delivers the next one or on
 // its next call (so that freeing it does not delay what the AM handler
-// started).
+// started). Each cell carries its sender's iface (pid and segment fd),
+// which Progress hands to handlers installed with SetAMSourceHandler as
+// the message's uct.AMSource.
 //
 // RMA: memory from MD.Alloc is a memfd per allocation that peers map on
 // first use (cached in the unpacked remote key), so put/get are plain copies
 // and atomics are real atomic instructions on the shared mapping. Memory
 // from MD.Register is reached with process_vm_readv/writev; atomics on it
 // return uct.ErrUnsupported.
+//
+// Remote keys name a registration (key id and generation), nothing more.
+// Each MD publishes its registrations (generation, base, length, rights,
+// memfd) in a key table that only it writes; every iface names the table
+// in its segment header, and the initiator maps it read-only and checks
+// every RMA against the entry the key names. A key that was edited, or
+// whose memory was deregistered, gets uct.ErrRemoteProtection and reaches
+// nothing outside a live registration. The MD keeps registered memory
+// referenced until the Mem is closed.
 //
 // Peer death is watched with a pidfd by one background goroutine per
 // endpoint, which waits in Go's network poller (no periodic wake-up, no

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -58,4 +59,24 @@ func processExiting(pid int) bool {
 	defer f.Close()
 	names, err := f.Readdirnames(1)
 	return err != nil || len(names) == 0
+}
+
+// pollableDup returns a non-blocking duplicate of fd registered with Go's
+// network poller, or nil if the poller does not take it.
+func pollableDup(fd int) *os.File {
+	d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	if err := unix.SetNonblock(d, true); err != nil {
+		unix.Close(d)
+		return nil
+	}
+	f := os.NewFile(uintptr(d), "pidfd")
+	// Deadlines work only on files in the poller.
+	if f.SetReadDeadline(time.Time{}) != nil {
+		f.Close()
+		return nil
+	}
+	return f
 }

@@ -43,337 +43,22 @@ func (*Component) Devices() ([]uct.DeviceInfo, error) {
 	return []uct.DeviceInfo{{Name: "memory", Kind: "shm"}}, nil
 }
 
-// OpenMD opens a memory domain.
-func (*Component) OpenMD(uct.MDParams) (uct.MD, error) {
-	st, err := procStartTime(os.Getpid())
-	if err != nil {
-		return nil, err
-	}
-	fd, tab, err := memfdMap("ucgo-shm-keys", keySlots*4)
-	if err != nil {
-		return nil, err
-	}
-	return &MD{pid: os.Getpid(), start: st, keyFD: fd, keys: tab}, nil
-}
-
-// keySlots is the number of memory keys an MD can have live at once.
-const keySlots = 1 << 16
-
-// MD is the shm memory domain. It owns a key table (a memfd of keySlots
-// 32-bit generation words) that peers map to check that a key's memory is
-// still registered: Close of a Mem clears its slot.
-type MD struct {
-	pid   int
-	start uint64
-	keyFD int
-	keys  []byte
-
-	mu     sync.Mutex
-	free   []int
-	next   int
-	gen    uint32
-	closed bool
-	once   sync.Once
-	cerr   error
-}
-
-func (m *MD) allocSlot() (int, uint32, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return 0, 0, uct.ErrClosed
-	}
-	var slot int
-	if n := len(m.free); n > 0 {
-		slot = m.free[n-1]
-		m.free = m.free[:n-1]
-	} else if m.next < keySlots {
-		slot = m.next
-		m.next++
-	} else {
-		return 0, 0, fmt.Errorf("shm: %d keys live: %w", keySlots, uct.ErrNoResource)
-	}
-	m.gen++
-	if m.gen == 0 {
-		m.gen = 1
-	}
-	storeU32(m.keys, slot*4, m.gen)
-	return slot, m.gen, nil
-}
-
-func (m *MD) freeSlot(slot int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return
-	}
-	storeU32(m.keys, slot*4, 0)
-	m.free = append(m.free, slot)
-}
-
-// Attr describes the MD.
-func (m *MD) Attr() uct.MDAttr {
-	return uct.MDAttr{Component: transportName, CanRegister: true, CanAlloc: true, RKeySize: rkeyLen, MaxAlloc: 1 << 40, MaxReg: 1 << 40}
-}
-
-// Close frees the key table; keys of memory still open become invalid.
-// Ifaces and memory own their other resources.
-func (m *MD) Close() error {
-	m.once.Do(func() {
-		m.mu.Lock()
-		m.closed = true
-		m.mu.Unlock()
-		m.cerr = multierr.Combine(unix.Munmap(m.keys), unix.Close(m.keyFD))
-	})
-	return m.cerr
-}
-
-// mem is registered (fd < 0) or allocated memory.
-type mem struct {
-	md     *MD
-	buf    []byte
-	fd     int
-	access uct.Access
-	slot   int
-	gen    uint32
-	once   sync.Once
-	err    error
-}
-
-// Register makes buf reachable through process_vm_readv/writev.
-func (m *MD) Register(buf []byte, access uct.Access) (uct.Mem, error) {
-	if len(buf) == 0 {
-		return nil, fmt.Errorf("shm register: empty buffer: %w", uct.ErrInvalidParam)
-	}
-	slot, gen, err := m.allocSlot()
-	if err != nil {
-		return nil, err
-	}
-	return &mem{md: m, buf: buf, fd: -1, access: access, slot: slot, gen: gen}, nil
-}
-
-// Alloc allocates a memfd mapping that peers map directly.
-func (m *MD) Alloc(size int, access uct.Access) (uct.Mem, error) {
-	if size <= 0 {
-		return nil, fmt.Errorf("shm alloc: size %d: %w", size, uct.ErrInvalidParam)
-	}
-	fd, b, err := memfdMap("ucgo-shm-mem", size)
-	if err != nil {
-		return nil, err
-	}
-	slot, gen, err := m.allocSlot()
-	if err != nil {
-		unix.Munmap(b)
-		unix.Close(fd)
-		return nil, err
-	}
-	return &mem{md: m, buf: b, fd: fd, access: access, slot: slot, gen: gen}, nil
-}
-
-func memfdMap(name string, size int) (int, []byte, error) {
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
-	if err != nil {
-		return -1, nil, fmt.Errorf("shm: memfd_create: %w: %w", uct.ErrNoMemory, err)
-	}
-	if err := unix.Ftruncate(fd, int64(size)); err != nil {
-		unix.Close(fd)
-		return -1, nil, fmt.Errorf("shm: ftruncate: %w: %w", uct.ErrNoMemory, err)
-	}
-	b, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		unix.Close(fd)
-		return -1, nil, fmt.Errorf("shm: mmap: %w: %w", uct.ErrNoMemory, err)
-	}
-	return fd, b, nil
-}
-
-func (x *mem) Bytes() []byte   { return x.buf }
-func (x *mem) Address() uint64 { return sliceAddr(x.buf) }
-
-const rkeyLen = 52
-
-// PackRKey packs kind, pid, start time, fd, address and length.
-func (x *mem) PackRKey() []byte {
-	b := make([]byte, rkeyLen)
-	binary.LittleEndian.PutUint32(b[0:], segMagic)
-	binary.LittleEndian.PutUint32(b[4:], uint32(x.md.pid))
-	binary.LittleEndian.PutUint64(b[8:], x.md.start)
-	binary.LittleEndian.PutUint32(b[16:], uint32(int32(x.fd)))
-	binary.LittleEndian.PutUint32(b[20:], uint32(x.access))
-	binary.LittleEndian.PutUint64(b[24:], x.Address())
-	binary.LittleEndian.PutUint64(b[32:], uint64(len(x.buf)))
-	binary.LittleEndian.PutUint32(b[40:], uint32(x.md.keyFD))
-	binary.LittleEndian.PutUint32(b[44:], uint32(x.slot))
-	binary.LittleEndian.PutUint32(b[48:], x.gen)
-	return b
-}
-
-func (x *mem) Close() error {
-	x.once.Do(func() {
-		x.md.freeSlot(x.slot)
-		if x.fd >= 0 {
-			x.err = multierr.Append(unix.Munmap(x.buf), unix.Close(x.fd))
-		}
-		x.buf = nil
-	})
-	return x.err
-}
-
-// RKey is an unpacked shm remote key. For allocated memory the peer's memfd
-// is mapped on first use and kept until Close.
-type RKey struct {
-	pid    int
-	start  uint64
-	fd     int
-	access uct.Access
-	base   uint64
-	length uint64
-	keyFD  int
-	slot   int
-	gen    uint32
-
-	mu     sync.Mutex
-	table  atomic.Pointer[[]byte]
-	mapped atomic.Pointer[[]byte]
-	closed bool
-}
-
-// UnpackRKey decodes a packed key.
-func (m *MD) UnpackRKey(b []byte) (uct.RKey, error) {
-	if len(b) != rkeyLen || binary.LittleEndian.Uint32(b) != segMagic {
-		return nil, fmt.Errorf("shm rkey: malformed (%d bytes): %w", len(b), uct.ErrInvalidParam)
-	}
-	k := &RKey{
-		pid:    int(binary.LittleEndian.Uint32(b[4:])),
-		start:  binary.LittleEndian.Uint64(b[8:]),
-		fd:     int(int32(binary.LittleEndian.Uint32(b[16:]))),
-		access: uct.Access(binary.LittleEndian.Uint32(b[20:])),
-		base:   binary.LittleEndian.Uint64(b[24:]),
-		length: binary.LittleEndian.Uint64(b[32:]),
-		keyFD:  int(binary.LittleEndian.Uint32(b[40:])),
-		slot:   int(binary.LittleEndian.Uint32(b[44:])),
-		gen:    binary.LittleEndian.Uint32(b[48:]),
-	}
-	if k.slot >= keySlots || k.gen == 0 || k.keyFD > 1<<20 || k.fd > 1<<20 {
-		return nil, fmt.Errorf("shm rkey: bad key slot: %w", uct.ErrInvalidParam)
-	}
-	if k.pid <= 0 || k.length == 0 || k.base+k.length < k.base {
-		return nil, fmt.Errorf("shm rkey: bad pid/range: %w", uct.ErrInvalidParam)
-	}
-	return k, nil
-}
-
-// Close unmaps the peer memory if it was mapped.
-func (k *RKey) Close() error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.closed = true
-	var err error
-	if p := k.table.Swap(nil); p != nil {
-		err = unix.Munmap(*p)
-	}
-	if p := k.mapped.Swap(nil); p != nil {
-		err = multierr.Append(err, unix.Munmap(*p))
-	}
-	return err
-}
-
-// window returns the mapped bytes [raddr, raddr+n) for allocated memory,
-// nil for registered memory, or an error.
-func (k *RKey) window(raddr uint64, n int, need uct.Access) ([]byte, error) {
-	if k.access&need != need {
-		return nil, uct.ErrRemoteProtection
-	}
-	if raddr < k.base || raddr-k.base+uint64(n) > k.length {
-		return nil, uct.ErrRemoteProtection
-	}
-	t := k.table.Load()
-	if t == nil {
-		var err error
-		if t, err = k.mapPeer(); err != nil {
-			return nil, err
-		}
-	}
-	if loadU32(*t, k.slot*4) != k.gen {
-		return nil, fmt.Errorf("shm: remote memory was closed: %w", uct.ErrRemoteProtection)
-	}
-	if k.fd < 0 {
-		return nil, nil
-	}
-	p := k.mapped.Load()
-	off := raddr - k.base
-	return (*p)[off : off+uint64(n) : off+uint64(n)], nil
-}
-
-// mapPeer maps the peer MD's key table and, for allocated memory, the
-// memory itself; it returns the key table.
-func (k *RKey) mapPeer() (*[]byte, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if p := k.table.Load(); p != nil {
-		return p, nil
-	}
-	if k.closed {
-		return nil, uct.ErrClosed
-	}
-	if st, err := procStartTime(k.pid); err != nil || st != k.start {
-		return nil, fmt.Errorf("shm rkey: process %d gone: %w", k.pid, uct.ErrPeerFailed)
-	}
-	tab, err := mapProcFD(k.pid, k.keyFD, keySlots*4)
-	if err != nil {
-		return nil, k.gone(err)
-	}
-	if k.fd >= 0 {
-		b, err := mapProcFD(k.pid, k.fd, int(k.length))
-		if err != nil {
-			unix.Munmap(tab)
-			return nil, k.gone(err)
-		}
-		k.mapped.Store(&b)
-	}
-	k.table.Store(&tab)
-	return &tab, nil
-}
-
-// gone turns err, a failure to reach the peer's memory, into
-// uct.ErrPeerFailed if the peer process has exited or is exiting (a
-// SIGKILLed process loses its fds before it becomes a zombie).
-func (k *RKey) gone(err error) error {
-	if st, e := procStartTime(k.pid); e != nil || st != k.start || !processAlive(k.pid) || processExiting(k.pid) {
-		return fmt.Errorf("shm rkey: process %d gone: %w", k.pid, uct.ErrPeerFailed)
-	}
-	return err
-}
-
-func mapProcFD(pid, fd, size int) ([]byte, error) {
-	f, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(fd), unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("shm rkey: open peer memory: %w: %w", uct.ErrRemoteProtection, err)
-	}
-	defer unix.Close(f)
-	var sb unix.Stat_t
-	if err := unix.Fstat(f, &sb); err != nil || sb.Size < int64(size) {
-		return nil, fmt.Errorf("shm rkey: peer fd %d is not the key's memory: %w", fd, uct.ErrRemoteProtection)
-	}
-	b, err := unix.Mmap(f, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("shm rkey: map peer memory: %w: %w", uct.ErrRemoteProtection, err)
-	}
-	return b, nil
-}
-
 type amEntry struct {
 	h   uct.AMHandler
+	hs  uct.AMSourceHandler
 	arg any
 }
 
 // Iface is an shm iface: one segment with a receive FIFO.
 type Iface struct {
-	md   *MD
-	fd   int
-	seg  []byte
-	rx   ring
-	head uint64
+	md *MD
+	fd int
+	// keyFD is the iface's own descriptor of the MD's key table, which
+	// the segment header names for peers.
+	keyFD int
+	seg   []byte
+	rx    ring
+	head  uint64
 	// cells [freed, head) have been delivered but not yet handed back to
 	// the producers (releaseDelivered)
 	freed   uint64
@@ -398,6 +83,8 @@ type Iface struct {
 	unmapped bool
 	// me is our pid as senders record it in the cells they claim.
 	me uint32
+	// src is our AM source as we write it into the cells we send.
+	src uint64
 	// idle counts empty polls; stuckHead/stuckSince track a head cell
 	// claimed by a writer that has not published it.
 	idle       uint32
@@ -421,15 +108,22 @@ func (m *MD) OpenIface(p uct.IfaceParams) (uct.Iface, error) {
 		for cells = 1; cells < p.RxQueueLen; cells <<= 1 {
 		}
 	}
+	keyFD, err := unix.FcntlInt(uintptr(m.keyFD), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("shm: dup key table: %w", err)
+	}
 	fd, seg, err := memfdMap("ucgo-shm-iface", segLen(cells))
 	if err != nil {
+		unix.Close(keyFD)
 		return nil, err
 	}
 	var rb [8]byte
 	rand.Read(rb[:])
 	cookie := binary.LittleEndian.Uint64(rb[:])
-	encodeHeader(seg, segHeader{PID: m.pid, Cells: cells, StartTime: m.start, Cookie: cookie, CellSize: cellSize, BufSize: bufSize})
-	it := &Iface{md: m, fd: fd, seg: seg, cookie: cookie, eps: map[*Endpoint]struct{}{}, me: uint32(m.pid)}
+	encodeHeader(seg, segHeader{PID: m.pid, Cells: cells, StartTime: m.start, Cookie: cookie, CellSize: cellSize, BufSize: bufSize,
+		KeyFD: keyFD, KeyCookie: m.cookie})
+	it := &Iface{md: m, fd: fd, keyFD: keyFD, seg: seg, cookie: cookie, eps: map[*Endpoint]struct{}{}, me: uint32(m.pid)}
+	it.src = uint64(m.pid)<<32 | uint64(fd)
 	it.rx = newRing(seg, cells)
 	it.rx.initCells()
 	it.addr = Address{PID: m.pid, FD: fd, StartTime: m.start, Cookie: cookie}.pack()
@@ -459,7 +153,7 @@ func (it *Iface) SetAMHandler(id uint8, h uct.AMHandler, arg any) error {
 	if id > uct.MaxAMID {
 		return fmt.Errorf("shm: AM id %d: %w", id, uct.ErrInvalidParam)
 	}
-	it.handler[id] = amEntry{h, arg}
+	it.handler[id] = amEntry{h: h, arg: arg}
 	return nil
 }
 
@@ -481,7 +175,9 @@ func (it *Iface) Progress() int {
 		} else {
 			data = it.rx.buf(it.head)[:ln]
 		}
-		if e := it.handler[id]; e.h != nil {
+		if e := it.handler[id]; e.hs != nil {
+			e.hs(e.arg, data, 0, uct.AMSource(*u64at(c, cellSrc)))
+		} else if e.h != nil {
 			e.h(e.arg, data, 0)
 		}
 		it.head++
@@ -635,7 +331,7 @@ func (it *Iface) Close() error {
 		it.events.Close()
 		it.segMu.Lock()
 		it.unmapped = true
-		it.cerr = multierr.Append(it.cerr, multierr.Append(unix.Munmap(it.seg), unix.Close(it.fd)))
+		it.cerr = multierr.Append(it.cerr, multierr.Combine(unix.Munmap(it.seg), unix.Close(it.fd), unix.Close(it.keyFD)))
 		it.segMu.Unlock()
 	})
 	return it.cerr
@@ -649,7 +345,8 @@ type Endpoint struct {
 	seg     []byte
 	tx      ring
 	pidfd   int
-	watch   *os.File // a duplicate of pidfd in Go's network poller; nil: polled
+	keys    peerKeyTable // the peer's key table
+	watch   *os.File     // a duplicate of pidfd in Go's network poller; nil: polled
 	err     atomic.Pointer[error]
 	pending []uct.PendingRequest
 	pmu     sync.Mutex
@@ -719,7 +416,7 @@ func (it *Iface) Connect(addr []byte, _ uct.EPParams) (uct.Endpoint, error) {
 		return fail(uct.ErrInvalidAddress, err)
 	}
 	ep := &Endpoint{it: it, peer: a, name: name, seg: seg, tx: newRing(seg, h.Cells), pidfd: pidfd,
-		stop: make(chan struct{}), done: make(chan struct{})}
+		keys: peerKeyTable{fd: h.KeyFD, cookie: h.KeyCookie}, stop: make(chan struct{}), done: make(chan struct{})}
 	it.mu.Lock()
 	it.eps[ep] = struct{}{}
 	it.mu.Unlock()
@@ -727,26 +424,6 @@ func (it *Iface) Connect(addr []byte, _ uct.EPParams) (uct.Endpoint, error) {
 	ep.watch = pollableDup(pidfd)
 	go ep.watchPeer()
 	return ep, nil
-}
-
-// pollableDup returns a non-blocking duplicate of fd registered with Go's
-// network poller, or nil if the poller does not take it.
-func pollableDup(fd int) *os.File {
-	d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return nil
-	}
-	if err := unix.SetNonblock(d, true); err != nil {
-		unix.Close(d)
-		return nil
-	}
-	f := os.NewFile(uintptr(d), "pidfd")
-	// Deadlines work only on files in the poller.
-	if f.SetReadDeadline(time.Time{}) != nil {
-		f.Close()
-		return nil
-	}
-	return f
 }
 
 // watchPeer waits for the peer's exit (background, not on the hot path).
@@ -881,6 +558,7 @@ func (ep *Endpoint) send(op string, id uint8, parts ...[]byte) (int, error) {
 	}
 	*u32at(c, 8) = uint32(n)
 	c[12] = id
+	*u64at(c, cellSrc) = ep.it.src
 	ep.tx.publish(t)
 	return n, nil
 }
@@ -905,6 +583,7 @@ func (ep *Endpoint) AMShort(id uint8, header uint64, payload []byte) error {
 	copy(c[cellHdr+8:], payload)
 	*u32at(c, 8) = uint32(8 + len(payload))
 	c[12] = id
+	*u64at(c, cellSrc) = ep.it.src
 	ep.tx.publish(t)
 	return nil
 }
@@ -924,145 +603,6 @@ func (ep *Endpoint) AMZcopy(id uint8, header []byte, iov [][]byte, comp *uct.Com
 	parts = append(parts, header)
 	parts = append(parts, iov...)
 	_, err := ep.send("am_zcopy", id, parts...)
-	return err
-}
-
-func (ep *Endpoint) rkey(op string, rk uct.RKey) (*RKey, error) {
-	k, ok := rk.(*RKey)
-	if !ok || k == nil {
-		return nil, ep.opErr(op, uct.ErrInvalidParam, errors.New("not an shm rkey"))
-	}
-	if k.pid != ep.peer.PID {
-		return nil, ep.opErr(op, uct.ErrInvalidParam, fmt.Errorf("rkey is for pid %d", k.pid))
-	}
-	return k, nil
-}
-
-func total(iov [][]byte) int {
-	n := 0
-	for _, b := range iov {
-		n += len(b)
-	}
-	return n
-}
-
-func (ep *Endpoint) rma(op string, write bool, iov [][]byte, raddr uint64, rk uct.RKey) (int, error) {
-	if err := ep.check(op); err != nil {
-		return 0, err
-	}
-	k, err := ep.rkey(op, rk)
-	if err != nil {
-		return 0, err
-	}
-	n := total(iov)
-	need := uct.AccessRemoteRead
-	if write {
-		need = uct.AccessRemoteWrite
-	}
-	w, err := k.window(raddr, n, need)
-	if err != nil {
-		return 0, ep.opErr(op, uct.StatusOf(err), err)
-	}
-	if w != nil {
-		off := 0
-		for _, b := range iov {
-			if write {
-				off += copy(w[off:], b)
-			} else {
-				off += copy(b, w[off:])
-			}
-		}
-		return n, nil
-	}
-	if n == 0 {
-		return 0, nil
-	}
-	local := iovecs(iov)
-	remote := []unix.RemoteIovec{{Base: uintptr(raddr), Len: n}}
-	var m int
-	if write {
-		m, err = unix.ProcessVMWritev(ep.peer.PID, local, remote, 0)
-	} else {
-		m, err = unix.ProcessVMReadv(ep.peer.PID, local, remote, 0)
-	}
-	if err != nil {
-		if errors.Is(err, unix.ESRCH) {
-			return 0, ep.opErr(op, uct.ErrPeerFailed, err)
-		}
-		return 0, ep.opErr(op, uct.ErrRemoteProtection, err)
-	}
-	if m != n {
-		return 0, ep.opErr(op, uct.ErrRemoteProtection, fmt.Errorf("short transfer %d of %d", m, n))
-	}
-	return n, nil
-}
-
-func (ep *Endpoint) PutShort(buf []byte, raddr uint64, rk uct.RKey) error {
-	_, err := ep.rma("put_short", true, [][]byte{buf}, raddr, rk)
-	return err
-}
-
-func (ep *Endpoint) PutBcopy(buf []byte, raddr uint64, rk uct.RKey) (int, error) {
-	return ep.rma("put_bcopy", true, [][]byte{buf}, raddr, rk)
-}
-
-// PutZcopy completes before it returns (nil).
-func (ep *Endpoint) PutZcopy(iov [][]byte, raddr uint64, rk uct.RKey, comp *uct.Completion) error {
-	_, err := ep.rma("put_zcopy", true, iov, raddr, rk)
-	return err
-}
-
-// GetBcopy completes before it returns (nil).
-func (ep *Endpoint) GetBcopy(dst []byte, raddr uint64, rk uct.RKey, comp *uct.Completion) error {
-	_, err := ep.rma("get_bcopy", false, [][]byte{dst}, raddr, rk)
-	return err
-}
-
-// GetZcopy completes before it returns (nil).
-func (ep *Endpoint) GetZcopy(iov [][]byte, raddr uint64, rk uct.RKey, comp *uct.Completion) error {
-	_, err := ep.rma("get_zcopy", false, iov, raddr, rk)
-	return err
-}
-
-func (ep *Endpoint) atomic(op string, aop uct.AtomicOp, size int, value, compare uint64, raddr uint64, rk uct.RKey) (uint64, error) {
-	if err := ep.check(op); err != nil {
-		return 0, err
-	}
-	if size != 4 && size != 8 || raddr%uint64(size) != 0 || aop < uct.AtomicAdd || aop > uct.AtomicCSwap {
-		return 0, ep.opErr(op, uct.ErrInvalidParam, nil)
-	}
-	k, err := ep.rkey(op, rk)
-	if err != nil {
-		return 0, err
-	}
-	w, err := k.window(raddr, size, uct.AccessRemoteAtomic)
-	if err != nil {
-		return 0, ep.opErr(op, uct.StatusOf(err), err)
-	}
-	if w == nil {
-		return 0, ep.opErr(op, uct.ErrUnsupported, errors.New("atomics need memory from MD.Alloc"))
-	}
-	return atomicOp(w, size, int(aop), value, compare), nil
-}
-
-// AtomicPost applies Add/And/Or/Xor on MD.Alloc memory.
-func (ep *Endpoint) AtomicPost(op uct.AtomicOp, size int, value uint64, raddr uint64, rk uct.RKey) error {
-	if op > uct.AtomicXor {
-		return ep.opErr("atomic_post", uct.ErrInvalidParam, nil)
-	}
-	_, err := ep.atomic("atomic_post", op, size, value, 0, raddr, rk)
-	return err
-}
-
-// AtomicFetch completes before it returns (nil) with the old value in *result.
-func (ep *Endpoint) AtomicFetch(op uct.AtomicOp, size int, value, compare uint64, result *uint64, raddr uint64, rk uct.RKey, comp *uct.Completion) error {
-	if result == nil {
-		return ep.opErr("atomic_fetch", uct.ErrInvalidParam, nil)
-	}
-	old, err := ep.atomic("atomic_fetch", op, size, value, compare, raddr, rk)
-	if err == nil {
-		*result = old
-	}
 	return err
 }
 
@@ -1176,7 +716,7 @@ func (ep *Endpoint) Close() error {
 		if ep.watch != nil {
 			err = multierr.Append(err, ep.watch.Close())
 		}
-		ep.cerr = multierr.Combine(err, unix.Munmap(ep.seg), unix.Close(ep.pidfd))
+		ep.cerr = multierr.Combine(err, ep.keys.close(), unix.Munmap(ep.seg), unix.Close(ep.pidfd))
 	})
 	return ep.cerr
 }
