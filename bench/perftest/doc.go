@@ -10,7 +10,7 @@
 //	perftest -l -x rc -t am_lat            # rc between two network namespaces
 //	perftest [options]                     # server: waits on -p for a client
 //	perftest -t put_bw -s 1m HOST          # client: runs the test against HOST
-//	mpiexec -n 2 perftest -t tag_bw        # the two ranks of an MPI job (PMI-1)
+//	mpiexec -n 2 perftest -t tag_bw        # the two ranks of an MPI job (PMI-1 or PMI-2)
 //
 // The flags are ucx_perftest's: -t test, -x transport (shm, rc), -d device
 // (rc: the netdev), -s sizes (a comma list runs each size in turn), -n

@@ -238,7 +238,7 @@ func TestLocalUnavailable(t *testing.T) {
 	}
 }
 
-// Under "mpiexec -n 2" (MPICH's hydra, PMI-1): a uct and a ucp test over
+// Under "mpiexec -n 2" (MPICH's hydra, PMI-2 offered and spoken): a uct and a ucp test over
 // shm and over rc (every test runs in local mode above; the ranks differ
 // only in how they meet).
 func TestMPIExec(t *testing.T) {

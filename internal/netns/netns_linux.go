@@ -521,10 +521,5 @@ func init() {
 // arguments to cmd.Args as usual. The calling binary must import this
 // package, which any user of NS does.
 func (n *NS) Command(name string, args ...string) *exec.Cmd {
-	self, err := os.Executable()
-	cmd := exec.Command(self, append([]string{execFlag, n.path, name}, args...)...)
-	if err != nil {
-		cmd.Err = fmt.Errorf("netns: %w", err)
-	}
-	return cmd
+	return CommandIn(n.path, name, args...)
 }

@@ -1,92 +1,14 @@
-package pmi
+package bootstrap
 
 import (
 	"bufio"
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
-
-const childEnv = "UCGO_PMI_TEST_CHILD"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) != "" {
-		if err := mpiChild(); err != nil {
-			fmt.Fprintln(os.Stderr, "pmi child:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-// mpiChild runs under mpiexec: it puts a value, meets the other ranks at a
-// barrier and reads every rank's value.
-func mpiChild() error {
-	c, err := FromEnv()
-	if err != nil {
-		return err
-	}
-	if err := c.Put(fmt.Sprintf("v%d", c.Rank), fmt.Sprintf("hello-from-%d", c.Rank)); err != nil {
-		return err
-	}
-	if err := c.Barrier(); err != nil {
-		return err
-	}
-	var got []string
-	for r := 0; r < c.Size; r++ {
-		v, err := c.Get(fmt.Sprintf("v%d", r))
-		if err != nil {
-			return err
-		}
-		got = append(got, v)
-	}
-	if err := c.Barrier(); err != nil {
-		return err
-	}
-	fmt.Printf("rank %d size %d kvs %t got %s\n", c.Rank, c.Size, c.KVS != "", strings.Join(got, ","))
-	return c.Finalize()
-}
-
-// Two ranks under MPICH's hydra: rank, size, put, barrier and get work
-// against the real process manager.
-func TestMPIExec(t *testing.T) {
-	mpiexec, err := exec.LookPath("mpiexec")
-	if err != nil {
-		t.Skip("mpiexec not installed (Debian package mpich)")
-	}
-	cmd := exec.Command(mpiexec, "-n", "2", os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1")
-	done := make(chan struct{})
-	var out []byte
-	go func() { out, err = cmd.CombinedOutput(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Minute):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("mpiexec did not finish in 2 minutes:\n%s", out)
-	}
-	if err != nil {
-		t.Fatalf("mpiexec: %v\n%s", err, out)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	sort.Strings(lines)
-	want := []string{
-		"rank 0 size 2 kvs true got hello-from-0,hello-from-1",
-		"rank 1 size 2 kvs true got hello-from-0,hello-from-1",
-	}
-	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
-		t.Errorf("output:\n%s\nwant:\n%s", out, strings.Join(want, "\n"))
-	}
-}
 
 // fakePM is a PMI-1 process manager for n ranks over in-memory pipes.
 type fakePM struct {
@@ -172,11 +94,11 @@ func TestFakeServer(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			errs[rank] = func() error {
-				c, err := New(a, rank, 2)
+				c, err := NewPMI1(a, rank, 2)
 				if err != nil {
 					return err
 				}
-				if c.KVS != "kvs_42_0" || c.MaxKey != 64 || c.MaxValue != 1024 || c.MaxKVSName != 256 || c.AppNum != 0 {
+				if c.KVS() != "kvs_42_0" || c.MaxKey() != 64 || c.MaxValue() != 923 || c.maxKVSName != 256 || c.AppNum() != 0 || c.Version() != 1 {
 					return fmt.Errorf("client state %+v", c)
 				}
 				if err := c.Put(fmt.Sprintf("addr-%d", rank), fmt.Sprintf("%x", rank*1000+7)); err != nil {
@@ -242,12 +164,12 @@ func TestBadServer(t *testing.T) {
 			b.Write([]byte(c.answer))
 			b.Close()
 		}()
-		_, err := New(a, 0, 1)
+		_, err := NewPMI1(a, 0, 1)
 		if err == nil || c.protocol != errors.Is(err, ErrProtocol) {
 			t.Errorf("%s: got %v (protocol error wanted: %t)", c.name, err, c.protocol)
 		}
 	}
-	if _, err := New(nil, 2, 2); err == nil {
+	if _, err := NewPMI1(nil, 2, 2); err == nil {
 		t.Error("rank 2 of 2 accepted")
 	}
 }

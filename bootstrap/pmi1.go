@@ -1,97 +1,42 @@
-package pmi
+package bootstrap
 
 import (
 	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"os"
 	"strconv"
 	"strings"
 )
 
-// ErrProtocol is wrapped by errors about malformed or unexpected responses.
-var ErrProtocol = errors.New("pmi: protocol error")
-
-// ErrNoPMI is returned by FromEnv when no process manager started us.
-var ErrNoPMI = errors.New("pmi: not started by a PMI process manager (no PMI_FD or PMI_PORT)")
-
-// maxLine bounds one response line.
+// maxLine bounds one response line or frame.
 const maxLine = 64 << 10
 
-// Client is one process's connection to its process manager.
-type Client struct {
+// PMI1 is one process's connection to its process manager in the PMI-1
+// wire protocol ("simple PMI", MPICH's hydra and Slurm's pmi2 plugin).
+type PMI1 struct {
 	rw io.ReadWriteCloser
 	r  *bufio.Reader
 
-	Rank, Size, AppNum int
-	KVS                string
+	rank, size, appNum int
+	kvs                string
 	// Limits from get_maxes.
-	MaxKVSName, MaxKey, MaxValue int
+	maxKVSName, maxKey, maxValue int
 }
 
-// InEnv reports whether the environment names a PMI process manager.
-func InEnv() bool {
-	return os.Getenv("PMI_FD") != "" || os.Getenv("PMI_PORT") != ""
+// NewPMI1 initialises a PMI-1 client over rw, a connection to the process
+// manager (init, get_maxes, get_appnum, get_my_kvsname), for the given
+// rank of a job of size ranks (PMI_RANK, PMI_SIZE). It takes ownership of
+// rw.
+func NewPMI1(rw io.ReadWriteCloser, rank, size int) (*PMI1, error) {
+	return newPMI1(rw, bufio.NewReaderSize(rw, 4096), rank, size)
 }
 
-// FromEnv connects through PMI_FD or PMI_PORT and initialises the client
-// with PMI_RANK and PMI_SIZE.
-func FromEnv() (*Client, error) {
-	rank, err := envInt("PMI_RANK")
-	if err != nil {
-		return nil, err
-	}
-	size, err := envInt("PMI_SIZE")
-	if err != nil {
-		return nil, err
-	}
-	var rw io.ReadWriteCloser
-	switch {
-	case os.Getenv("PMI_FD") != "":
-		fd, err := envInt("PMI_FD")
-		if err != nil {
-			return nil, err
-		}
-		f := os.NewFile(uintptr(fd), "pmi")
-		if f == nil {
-			return nil, fmt.Errorf("pmi: PMI_FD=%d is not a file descriptor", fd)
-		}
-		rw = f
-	case os.Getenv("PMI_PORT") != "":
-		c, err := net.Dial("tcp", os.Getenv("PMI_PORT"))
-		if err != nil {
-			return nil, fmt.Errorf("pmi: PMI_PORT: %w", err)
-		}
-		rw = c
-	default:
-		return nil, ErrNoPMI
-	}
-	c, err := New(rw, rank, size)
-	if err != nil {
-		rw.Close()
-		return nil, err
-	}
-	return c, nil
-}
-
-func envInt(name string) (int, error) {
-	v := os.Getenv(name)
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("pmi: %s=%q is not a non-negative number", name, v)
-	}
-	return n, nil
-}
-
-// New initialises a client over rw, a connection to the process manager
-// (init, get_maxes, get_appnum, get_my_kvsname). It takes ownership of rw.
-func New(rw io.ReadWriteCloser, rank, size int) (*Client, error) {
-	if size < 1 || rank >= size {
+func newPMI1(rw io.ReadWriteCloser, br *bufio.Reader, rank, size int) (*PMI1, error) {
+	if size < 1 || rank < 0 || rank >= size {
 		return nil, fmt.Errorf("pmi: rank %d of size %d", rank, size)
 	}
-	c := &Client{rw: rw, r: bufio.NewReaderSize(rw, 4096), Rank: rank, Size: size}
+	c := &PMI1{rw: rw, r: br, rank: rank, size: size}
 	r, err := c.call("cmd=init pmi_version=1 pmi_subversion=1", "response_to_init")
 	if err != nil {
 		return nil, err
@@ -102,31 +47,77 @@ func New(rw io.ReadWriteCloser, rank, size int) (*Client, error) {
 	if v := r.Attrs["pmi_version"]; v != "" && v != "1" {
 		return nil, fmt.Errorf("%w: process manager speaks PMI version %s", ErrProtocol, v)
 	}
-	if r, err = c.call("cmd=get_maxes", "maxes"); err != nil {
+	if err := c.setup(); err != nil {
 		return nil, err
-	}
-	if c.MaxKVSName, err = r.intAttr("kvsname_max"); err != nil {
-		return nil, err
-	}
-	if c.MaxKey, err = r.intAttr("keylen_max"); err != nil {
-		return nil, err
-	}
-	if c.MaxValue, err = r.intAttr("vallen_max"); err != nil {
-		return nil, err
-	}
-	if r, err = c.call("cmd=get_appnum", "appnum"); err != nil {
-		return nil, err
-	}
-	if c.AppNum, err = r.intAttr("appnum"); err != nil {
-		return nil, err
-	}
-	if r, err = c.call("cmd=get_my_kvsname", "my_kvsname"); err != nil {
-		return nil, err
-	}
-	if c.KVS = r.Attrs["kvsname"]; c.KVS == "" {
-		return nil, fmt.Errorf("%w: my_kvsname without kvsname", ErrProtocol)
 	}
 	return c, nil
+}
+
+// setup asks for the limits, the application number and the key-value
+// space's name after a successful init.
+func (c *PMI1) setup() error {
+	r, err := c.call("cmd=get_maxes", "maxes")
+	if err != nil {
+		return err
+	}
+	if c.maxKVSName, err = r.intAttr("kvsname_max"); err != nil {
+		return err
+	}
+	if c.maxKey, err = r.intAttr("keylen_max"); err != nil {
+		return err
+	}
+	if c.maxValue, err = r.intAttr("vallen_max"); err != nil {
+		return err
+	}
+	if r, err = c.call("cmd=get_appnum", "appnum"); err != nil {
+		return err
+	}
+	// Slurm answers appnum=-1 when there is no MPMD command line.
+	if v := r.Attrs["appnum"]; v == "-1" {
+		c.appNum = 0
+	} else if c.appNum, err = r.intAttr("appnum"); err != nil {
+		return err
+	}
+	if r, err = c.call("cmd=get_my_kvsname", "my_kvsname"); err != nil {
+		return err
+	}
+	if c.kvs = r.Attrs["kvsname"]; c.kvs == "" {
+		return fmt.Errorf("%w: my_kvsname without kvsname", ErrProtocol)
+	}
+	return nil
+}
+
+// Rank is this process's rank (0..Size-1).
+func (c *PMI1) Rank() int { return c.rank }
+
+// Size is the number of ranks in the job.
+func (c *PMI1) Size() int { return c.size }
+
+// Version is 1.
+func (c *PMI1) Version() int { return 1 }
+
+// AppNum is the application number (the executable's place on an MPMD
+// command line).
+func (c *PMI1) AppNum() int { return c.appNum }
+
+// KVS is the name of the job's key-value space.
+func (c *PMI1) KVS() string { return c.kvs }
+
+// MaxKey and MaxValue are the process manager's limits on a key and a
+// value, in bytes.
+func (c *PMI1) MaxKey() int { return c.maxKey }
+
+// lineMax1 is the longest PMI-1 request line, newline included, that
+// MPICH's and Slurm's process managers read whole (PMIU_MAXLINE).
+const lineMax1 = 1024
+
+// MaxValue is the longest value the process manager stores whole for any
+// key: one less than its vallen_max, which counts C's terminating NUL,
+// and short enough that a put request with the longest key fits one
+// request line.
+func (c *PMI1) MaxValue() int {
+	line := lineMax1 - len("cmd=put kvsname= key= value=\n") - len(c.kvs) - c.maxKey
+	return max(min(c.maxValue-1, line), 0)
 }
 
 func checkToken(what, s string, max int) error {
@@ -141,14 +132,15 @@ func checkToken(what, s string, max int) error {
 
 // Put stores key=value in the job's key-value space; other ranks see it
 // after the next Barrier.
-func (c *Client) Put(key, value string) error {
-	if err := checkToken("key", key, c.MaxKey); err != nil {
+func (c *PMI1) Put(key, value string) error {
+	if err := checkToken("key", key, c.maxKey); err != nil {
 		return err
 	}
-	if strings.ContainsAny(value, " \n\r\x00") || (c.MaxValue > 0 && len(value) > c.MaxValue) {
-		return fmt.Errorf("pmi: value of %d bytes for %q is too long or contains a space or newline", len(value), key)
+	req := "cmd=put kvsname=" + c.kvs + " key=" + key + " value=" + value
+	if strings.ContainsAny(value, " ;\n\r\x00") || (c.maxValue > 0 && len(value) > c.maxValue-1) || len(req)+1 > lineMax1 {
+		return fmt.Errorf("pmi: value of %d bytes for %q is too long or contains a space, ';' or newline", len(value), key)
 	}
-	r, err := c.call("cmd=put kvsname="+c.KVS+" key="+key+" value="+value, "put_result")
+	r, err := c.call(req, "put_result")
 	if err != nil {
 		return err
 	}
@@ -156,11 +148,11 @@ func (c *Client) Put(key, value string) error {
 }
 
 // Get returns the value of key.
-func (c *Client) Get(key string) (string, error) {
-	if err := checkToken("key", key, c.MaxKey); err != nil {
+func (c *PMI1) Get(key string) (string, error) {
+	if err := checkToken("key", key, c.maxKey); err != nil {
 		return "", err
 	}
-	r, err := c.call("cmd=get kvsname="+c.KVS+" key="+key, "get_result")
+	r, err := c.call("cmd=get kvsname="+c.kvs+" key="+key, "get_result")
 	if err != nil {
 		return "", err
 	}
@@ -175,7 +167,7 @@ func (c *Client) Get(key string) (string, error) {
 }
 
 // Barrier returns when every rank of the job has entered it.
-func (c *Client) Barrier() error {
+func (c *PMI1) Barrier() error {
 	r, err := c.call("cmd=barrier_in", "barrier_out")
 	if err != nil {
 		return err
@@ -188,23 +180,24 @@ func (c *Client) Barrier() error {
 
 // Finalize tells the process manager this process is done with PMI and
 // closes the connection.
-func (c *Client) Finalize() error {
+func (c *PMI1) Finalize() error {
 	_, err := c.call("cmd=finalize", "finalize_ack")
 	return errors.Join(err, c.rw.Close())
 }
 
 // Abort asks the process manager to end the whole job with exit code
 // (cmd=abort exitcode=N); hydra then kills every rank, this one included.
-// It does not wait for an answer.
-func (c *Client) Abort(code int) error {
+// PMI-1 carries no message: msg is ignored. It does not wait for an
+// answer.
+func (c *PMI1) Abort(code int, msg string) error {
 	_, err := fmt.Fprintf(c.rw, "cmd=abort exitcode=%d\n", code)
 	return err
 }
 
 // Close closes the connection without finalizing.
-func (c *Client) Close() error { return c.rw.Close() }
+func (c *PMI1) Close() error { return c.rw.Close() }
 
-func (c *Client) call(req, want string) (Response, error) {
+func (c *PMI1) call(req, want string) (Response, error) {
 	if _, err := io.WriteString(c.rw, req+"\n"); err != nil {
 		return Response{}, fmt.Errorf("pmi: send %q: %w", strings.Fields(req)[0], err)
 	}
@@ -222,10 +215,13 @@ func (c *Client) call(req, want string) (Response, error) {
 	return r, nil
 }
 
-func (c *Client) readLine() (string, error) {
+func (c *PMI1) readLine() (string, error) { return readLine(c.r) }
+
+// readLine reads one newline-terminated line of at most maxLine bytes.
+func readLine(r *bufio.Reader) (string, error) {
 	var b []byte
 	for {
-		frag, err := c.r.ReadSlice('\n')
+		frag, err := r.ReadSlice('\n')
 		b = append(b, frag...)
 		if len(b) > maxLine {
 			return "", fmt.Errorf("%w: response longer than %d bytes", ErrProtocol, maxLine)
