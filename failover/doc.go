@@ -1,0 +1,26 @@
+// Package failover is the policy and the pure logic that ucp consults when
+// a lane of an endpoint fails while its peer is still reachable: which
+// faults may fail over and to which lanes, how each lane's health moves
+// (up, suspect, failed, probing), the per-endpoint sequence numbers with
+// their cumulative acknowledgements, the sender's replay log, the
+// receiver's duplicate filter and reorder window, the target's table of
+// recent atomic operations, and the event reported to the user.
+//
+// Nothing here sends a byte, starts a goroutine or reads a clock: ucp owns
+// the lanes, the wire and the timers, and passes in what it saw (a status,
+// a probe answer, the time). Every type is owned by one endpoint and used
+// from the goroutine that progresses its worker; none is safe for
+// concurrent use.
+//
+// The shape, after DESIGN.md's rule 5: every ucp message of an endpoint
+// carries a sequence number from one [SendLog], whatever lane carries it;
+// the receiver's [RecvWindow] delivers each number once and in order and
+// acknowledges cumulatively. When a lane fails with a status that
+// [Policy.ShouldFailOver] accepts, the sender picks another lane
+// ([Policy.Select]), asks the peer over it what it has delivered, and
+// replays only the rest from the log ([SendLog.Replay]). An atomic is
+// never applied twice: the target remembers the results of recent atomic
+// operations ([AtomicLog]), and one whose outcome nobody remembers
+// completes with [ErrOutcomeUnknown]. A dead peer (uct.ErrPeerFailed) is
+// never failed over.
+package failover
