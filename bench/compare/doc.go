@@ -10,21 +10,29 @@
 //
 // writes compare-out/table.md (the table it prints), results.json and
 // results.csv (every figure of both tools) and one SVG per transport
-// (shm.svg, rc.svg): a latency panel (median one-way latency of the
+// (shm.svg, rc.svg, rc-lo.svg): a latency panel (median one-way latency of the
 // latency tests) and a bandwidth panel (overall bandwidth of the bandwidth
 // tests), both log-log against message size, one colour per test, ucgo
 // solid with filled markers, UCX dashed with open ones.
 //
 // Flags: -t tests (default am_lat,am_bw,put_lat,put_bw,tag_lat,tag_bw),
-// -x transports (shm,rc), -s sizes (default 8 B to 1 MiB in powers of
+// -x transports (shm,rc,rc-lo), -s sizes (default 8 B to 1 MiB in powers of
 // four), -n iterations and -w warm-up per size, -max-bytes caps the
 // iterations of large sizes (iterations*size, at least 100 iterations),
-// -r runs of each tool per test and size (default 3; the runs of the two
-// tools alternate and the table shows the median of each figure; a tool
-// that fails its first run is not run again), -O outstanding operations
+// -r pairs per test and size (default 5; see Pairs below), -O outstanding operations
 // of bandwidth tests (both tools), -o the output
 // folder, -perftest a prebuilt bench/perftest (default: go build it),
 // -ucx the ucx_perftest binary, -no-install.
+//
+// Pairs: this host flips between a fast and a slow state (2-4x apart)
+// that neither tool controls, so a ratio of two figures means something
+// only when both come from the same minutes. Each repeat runs the two
+// tools back to back (which of them goes first alternates), and the
+// table's ratio is the median of the pairs' ratios ucgo/UCX, beside each
+// tool's median figure. A row whose UCX figure moved by more than 1.5x
+// between two consecutive pairs is marked † and listed under its table:
+// the host changed state during that row. A size at which either tool
+// says it is beyond its limit is not run again.
 //
 // What runs against what:
 //
@@ -40,6 +48,8 @@
 //   - rc: there is no RDMA device for UCX here, so UCX runs tcp over
 //     loopback (-x tcp -d lo; UCX_TLS=tcp, UCX_NET_DEVICES=lo), while ours
 //     runs its RoCEv2-over-UDP RC queue pairs between two namespaces.
+//   - rc-lo: the same UCX runs, against ours over lo as well
+//     (UCGO_PERFTEST_NO_NETNS=1), so that both tools cross the same link.
 //   - uct tests need a data layout in ucx_perftest (-D); compare tries
 //     short, then bcopy, then zcopy, and keeps the first that UCX accepts
 //     for the size (the table names it). Ours picks short, bcopy or zcopy

@@ -56,8 +56,13 @@ func TestCompareSmoke(t *testing.T) {
 		if r.Ours.LatMedian <= 0 || r.UCX.LatMedian <= 0 || r.Ours.BW <= 0 || r.UCX.BW <= 0 {
 			t.Errorf("%s %d: figures not positive: ucgo %+v, UCX %+v", r.Test, r.Size, *r.Ours, *r.UCX)
 		}
-		if len(r.OursRuns) != 2 || len(r.UCXRuns) != 2 {
-			t.Errorf("%s %d: %d and %d runs, want 2 of each", r.Test, r.Size, len(r.OursRuns), len(r.UCXRuns))
+		if len(r.OursRuns) != 2 || len(r.UCXRuns) != 2 || len(r.Pairs) != 2 {
+			t.Errorf("%s %d: %d and %d runs, %d pairs, want 2 of each", r.Test, r.Size, len(r.OursRuns), len(r.UCXRuns), len(r.Pairs))
+		}
+		for i, p := range r.Pairs {
+			if p.LatRatio <= 0 || p.BWRatio <= 0 || p.UCX <= 0 {
+				t.Errorf("%s %d: pair %d has a figure that is not positive: %+v", r.Test, r.Size, i, p)
+			}
 		}
 		if r.UCX.Iterations != 300 {
 			t.Errorf("%s %d: UCX ran %d iterations, want 300", r.Test, r.Size, r.UCX.Iterations)
@@ -77,5 +82,30 @@ func TestCompareSmoke(t *testing.T) {
 	}
 	if n := strings.Count(string(csv), "\n"); n != 1+8 {
 		t.Errorf("results.csv has %d lines, want 9", n)
+	}
+}
+
+// TestCompareRCLoopback runs the rc-lo row: ours over lo against UCX's tcp
+// over lo, one pair.
+func TestCompareRCLoopback(t *testing.T) {
+	if _, err := exec.LookPath("ucx_perftest"); err != nil {
+		t.Skip("ucx_perftest is not installed (Debian: apt-get install ucx-utils); skipping the end-to-end run")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the go command is needed to build bench/perftest")
+	}
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"-t", "am_lat", "-x", "rc-lo", "-s", "8", "-n", "300", "-w", "10", "-r", "1", "-o", out, "-no-install"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
+	}
+	for _, want := range []string{"### rc-lo (UCX: ucgo rc over lo;", "| am_lat (UCX -D short) | 8 | 300 | 1 |"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, &stdout)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "rc-lo.svg")); err != nil {
+		t.Error(err)
 	}
 }

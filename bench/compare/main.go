@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ucgo/ucgo/bench/internal/plot"
 )
 
 // errUsage marks errors in the command line (exit status 2).
@@ -57,12 +59,12 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		fmt.Fprintln(stderr, "\ntests: "+testMapNames())
 	}
 	tests := fs.String("t", defaultTests, "tests, comma-separated (names of bench/perftest)")
-	trs := fs.String("x", "shm,rc", "transports, comma-separated: shm, rc")
+	trs := fs.String("x", "shm,rc,rc-lo", "transports, comma-separated: shm, rc (ours between two network namespaces as root), rc-lo (ours over lo)")
 	sizes := fs.String("s", defaultSizes, "message sizes, comma-separated (k, m suffixes)")
 	fs.IntVar(&c.Iters, "n", 10000, "measured iterations per size (see -max-bytes)")
 	fs.IntVar(&c.Warmup, "w", 1000, "warm-up iterations per size (at most a tenth of the measured ones)")
 	maxBytes := fs.String("max-bytes", "256m", fmt.Sprintf("cap iterations so that iterations*size stays below this (not below %d iterations)", minIters))
-	fs.IntVar(&c.Repeats, "r", 3, "runs of each tool per test and size, alternating; the table shows the median of each figure")
+	fs.IntVar(&c.Repeats, "r", 5, "pairs of back-to-back runs of the two tools per test and size; the table shows the median of each tool's figures and of the pairs' ratios")
 	fs.IntVar(&c.Window, "O", 16, "outstanding operations of bandwidth tests (both tools)")
 	fs.StringVar(&c.Out, "o", "compare-out", "output folder: table.md, results.json, results.csv, one SVG per transport")
 	fs.StringVar(&c.Perftest, "perftest", "", "our perftest binary (default: go build ./bench/perftest)")
@@ -93,7 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	for _, n := range splitList(*trs) {
 		tr := findTransportMap(n)
 		if tr == nil {
-			return bad("-x: unknown transport %q (known: shm, rc)", n)
+			return bad("-x: unknown transport %q (known: shm, rc, rc-lo)", n)
 		}
 		c.Transports = append(c.Transports, tr)
 	}
@@ -242,21 +244,26 @@ func compareTest(cfg *config, ours *oursRunner, ucx *ucxRunner, t *testMap, tr *
 			rows = append(rows, r)
 			continue
 		}
-		// The repeats alternate between the tools, so that a busy moment of
-		// the machine does not fall on one tool's runs only.
+		// Each repeat is a pair: both tools back to back, the first of the
+		// pair alternating, so that a busy moment of the machine falls on
+		// both tools and the pair's ratio is taken within one host state.
 		var oursRuns, ucxRuns []figures
 		var oursErrs, ucxErrs []string
 		// When a tool says the size is beyond its limit, neither is run
 		// again at this size; other failures (a timeout on a loaded
 		// machine) do not stop the repeats.
 		oursLimit, ucxLimit := false, false
-		for rep := 0; rep < cfg.Repeats && !oursLimit && !ucxLimit; rep++ {
-			if f, err := ours.run(t, tr, size, iters, warmup, cfg.Window); err != nil {
+		runOurs := func() *figures {
+			f, err := ours.run(t, tr, size, iters, warmup, cfg.Window)
+			if err != nil {
 				oursErrs = append(oursErrs, err.Error())
 				oursLimit = limitError(err.Error())
-			} else {
-				oursRuns = append(oursRuns, f)
+				return nil
 			}
+			oursRuns = append(oursRuns, f)
+			return &f
+		}
+		runUCX := func() *figures {
 			var f figures
 			var err error
 			switch {
@@ -280,10 +287,29 @@ func compareTest(cfg *config, ours *oursRunner, ucx *ucxRunner, t *testMap, tr *
 				ucxErrs = append(ucxErrs, err.Error())
 				var ue *ucxError
 				ucxLimit = errors.As(err, &ue) && ue.unsupported()
+				return nil
+			}
+			ucxRuns = append(ucxRuns, f)
+			return &f
+		}
+		for rep := 0; rep < cfg.Repeats && !oursLimit && !ucxLimit; rep++ {
+			var o, u *figures
+			if rep%2 == 0 {
+				o = runOurs()
+				if !oursLimit {
+					u = runUCX()
+				}
 			} else {
-				ucxRuns = append(ucxRuns, f)
+				u = runUCX()
+				if !ucxLimit {
+					o = runOurs()
+				}
+			}
+			if o != nil && u != nil {
+				r.Pairs = append(r.Pairs, newPair(t, size, *o, *u))
 			}
 		}
+		r.flagStateChange(t)
 		r.Ours, r.OursErr = summarize(oursRuns, oursErrs)
 		r.UCX, r.UCXErr = summarize(ucxRuns, ucxErrs)
 		if cfg.Repeats > 1 {
@@ -334,11 +360,7 @@ func summarize(runs []figures, errs []string) (*figures, string) {
 		for i := range runs {
 			v[i] = get(&runs[i])
 		}
-		slices.Sort(v)
-		if n := len(v); n%2 == 0 {
-			return (v[n/2-1] + v[n/2]) / 2
-		}
-		return v[len(v)/2]
+		return median(v)
 	}
 	return &figures{
 		Iterations: runs[0].Iterations,
@@ -353,15 +375,7 @@ func summarize(runs []figures, errs []string) (*figures, string) {
 }
 
 // sizeName prints a size as 8, 4k, 1m.
-func sizeName(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.Itoa(n>>20) + "m"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.Itoa(n>>10) + "k"
-	}
-	return strconv.Itoa(n)
-}
+func sizeName(n int) string { return plot.SizeName(n) }
 
 func (r *row) brief(f *figures, e string, t *testMap) string {
 	switch {

@@ -39,11 +39,11 @@ func TestMarkdown(t *testing.T) {
 	s := b.String()
 	for _, want := range []string{
 		// Latency tests: bandwidth from the median (8 B / 0.4 µs = 19.07 MB/s).
-		"| am_lat (UCX -D short) | 8 | 100 | 0.4 | 0.5 | 0.80 | 19.1 | 15.3 | 1.25 |",
-		"| am_bw (UCX -D short) | 8 | 100 | 0.3 | 0.4 | 0.75 | 25.0 | 20.0 | 1.25 |",
-		"| am_lat | 1m | 100 | – | – | – | – | – | – |",
+		"| am_lat (UCX -D short) | 8 | 100 | 0 | 0.4 | 0.5 | 0.80 | 19.1 | 15.3 | 1.25 |",
+		"| am_bw (UCX -D short) | 8 | 100 | 0 | 0.3 | 0.4 | 0.75 | 25.0 | 20.0 | 1.25 |",
+		"| am_lat | 1m | 100 | 0 | – | – | – | – | – | – |",
 		"- ucgo am_lat from 1m: size 1048576 exceeds",
-		"medians of 3 alternating runs",
+		"medians of up to 3 pairs of back-to-back runs",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("table lacks %q:\n%s", want, s)
@@ -89,6 +89,61 @@ func TestParseFlags(t *testing.T) {
 	for _, bad := range [][]string{{"-t", "nope"}, {"-x", "ib"}, {"-s", "0"}, {"-r", "0"}, {"extra"}} {
 		if _, err := parseFlags(bad, &stderr); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestPairedRatios: the table's ratio is the median of the pairs' ratios,
+// not the ratio of the two tools' medians, and a pair whose UCX figure
+// jumped past stateJump flags the row.
+func TestPairedRatios(t *testing.T) {
+	lat := findTestMap("tag_lat")
+	bw := findTestMap("tag_bw")
+	// The host's state flips after the second pair: both tools slow down
+	// 3x, so each pair's ratio stays 0.5 while the ratio of the medians
+	// (1.5 / 1.0) is far from it.
+	oursLat := []float64{0.10, 0.10, 0.30, 0.30, 0.30}
+	ucxLat := []float64{0.20, 0.20, 0.60, 0.60, 0.60}
+	r := row{Test: "tag_lat", Transport: "shm", Size: 8, Iterations: 100}
+	for i := range oursLat {
+		o, u := figures{LatMedian: oursLat[i]}, figures{LatMedian: ucxLat[i]}
+		r.OursRuns, r.UCXRuns = append(r.OursRuns, o), append(r.UCXRuns, u)
+		r.Pairs = append(r.Pairs, newPair(lat, 8, o, u))
+	}
+	r.Ours, _ = summarize(r.OursRuns, nil)
+	r.UCX, _ = summarize(r.UCXRuns, nil)
+	r.flagStateChange(lat)
+	if r.StateChange == "" || !strings.Contains(r.StateChange, "pairs 2 and 3") {
+		t.Errorf("state change not flagged between pairs 2 and 3: %q", r.StateChange)
+	}
+	if v, ok := r.pairedRatio(func(p pair) float64 { return p.LatRatio }); !ok || v != 0.5 {
+		t.Errorf("paired latency ratio %v, %v; want 0.5", v, ok)
+	}
+	// A steady bandwidth row: UCX moves by 1.2x at most, nothing flagged.
+	s := row{Test: "tag_bw", Transport: "shm", Size: 1 << 20, Iterations: 100}
+	for i, u := range []float64{1000, 1100, 1200, 1000, 1100} {
+		o := []float64{900, 1200, 1200, 500, 1100}[i]
+		s.Pairs = append(s.Pairs, newPair(bw, 1<<20, figures{BW: o}, figures{BW: u}))
+	}
+	s.flagStateChange(bw)
+	if s.StateChange != "" {
+		t.Errorf("steady row flagged: %s", s.StateChange)
+	}
+	// ratios 0.9, 1.09, 1, 0.5, 1: median 1
+	if v, _ := s.pairedRatio(func(p pair) float64 { return p.BWRatio }); v < 0.999 || v > 1.001 {
+		t.Errorf("paired bandwidth ratio %v, want 1", v)
+	}
+	res := &results{Repeats: 5, Rows: []row{r, s}}
+	var b bytes.Buffer
+	res.markdown(&b)
+	for _, want := range []string{
+		"| tag_lat | 8 | 100 | 5 | 0.3 | 0.6 | 0.50 † |",
+		"| tag_bw | 1m | 100 | 5 |",
+		"| 1.00 |",
+		"- tag_lat 8: UCX's figure went from 0.2 to 0.6 µs between pairs 2 and 3",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
 	}
 }

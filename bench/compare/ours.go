@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -67,8 +68,8 @@ func newOursRunner(path string, timeout time.Duration) (*oursRunner, error) {
 
 // available says why ours cannot run test t over transport tr ("" if it can).
 func (r *oursRunner) available(t *testMap, tr *transportMap) string {
-	if m := r.unavailable["x:"+tr.name]; m != "" {
-		return "ucgo " + tr.name + ": " + m
+	if m := r.unavailable["x:"+tr.oursName()]; m != "" {
+		return "ucgo " + tr.oursName() + ": " + m
 	}
 	if m := r.unavailable[t.name]; m != "" {
 		return "ucgo " + t.name + ": " + m
@@ -92,9 +93,12 @@ type oursResult struct {
 func (r *oursRunner) run(t *testMap, tr *transportMap, size, iters, warmup, window int) (figures, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
-	args := []string{"-l", "-t", t.name, "-x", tr.name, "-s", strconv.Itoa(size),
+	args := []string{"-l", "-t", t.name, "-x", tr.oursName(), "-s", strconv.Itoa(size),
 		"-n", strconv.Itoa(iters), "-w", strconv.Itoa(warmup), "-O", strconv.Itoa(window), "--json"}
 	cmd := exec.CommandContext(ctx, r.path, args...)
+	if len(tr.oursEnv) > 0 {
+		cmd.Env = append(os.Environ(), tr.oursEnv...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

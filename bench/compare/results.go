@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ucgo/ucgo/bench/internal/plot"
 )
 
 // row is one test, transport and size measured by both tools. A nil
@@ -29,6 +31,12 @@ type row struct {
 	// With -r > 1, Ours and UCX are the medians of these runs.
 	OursRuns []figures `json:"ucgo_runs,omitempty"`
 	UCXRuns  []figures `json:"ucx_runs,omitempty"`
+	// Pairs are the back-to-back runs in which both tools succeeded; the
+	// table's ratios are the medians of theirs.
+	Pairs []pair `json:"pairs,omitempty"`
+	// StateChange says why the row's pairs straddle a change of the
+	// host's state ("" when they do not).
+	StateChange string `json:"state_change,omitempty"`
 }
 
 // results is everything one run of compare measured.
@@ -57,7 +65,7 @@ func (res *results) write(cfg *config, stdout io.Writer) error {
 	files := map[string][]byte{"table.md": md.Bytes(), "results.json": append(js, '\n'), "results.csv": cs.Bytes()}
 	for _, tr := range cfg.Transports {
 		var svg bytes.Buffer
-		if err := writeSVG(&svg, res.plot(tr)); err != nil {
+		if err := plot.Write(&svg, res.plot(tr)); err != nil {
 			return err
 		}
 		files[tr.name+".svg"] = svg.Bytes()
@@ -84,7 +92,8 @@ func svgNames(cfg *config) string {
 func (res *results) markdown(w io.Writer) {
 	fmt.Fprintf(w, "ucgo vs %s; latency: median (typical) µs, one-way for ping-pongs, per operation posted for\n", orUCX(res.UCXVersion))
 	fmt.Fprintf(w, "bandwidth tests; bandwidth: MB/s (2^20 B), overall for bandwidth tests, size / median latency for latency tests;\n")
-	fmt.Fprintf(w, "medians of %d alternating runs of each tool; ratio ucgo/UCX: latency < 1 and bandwidth > 1 mean ucgo is faster.\n", res.Repeats)
+	fmt.Fprintf(w, "medians of up to %d pairs of back-to-back runs; ratio: the median of the pairs' ratios ucgo/UCX (latency < 1 and\n", res.Repeats)
+	fmt.Fprintf(w, "bandwidth > 1 mean ucgo is faster), each pair measured within one state of the host.\n")
 	var trs []string
 	for _, r := range res.Rows {
 		if len(trs) == 0 || trs[len(trs)-1] != r.Transport {
@@ -94,9 +103,9 @@ func (res *results) markdown(w io.Writer) {
 	for _, trName := range trs {
 		tr := findTransportMap(trName)
 		fmt.Fprintf(w, "\n### %s (UCX: %s)\n\n", trName, tr.desc)
-		fmt.Fprintln(w, "| test | size | iters | ucgo lat | UCX lat | lat ucgo/UCX | ucgo MB/s | UCX MB/s | BW ucgo/UCX |")
-		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-		var notes []string
+		fmt.Fprintln(w, "| test | size | iters | pairs | ucgo lat | UCX lat | lat ucgo/UCX | ucgo MB/s | UCX MB/s | BW ucgo/UCX |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		var notes, flagged []string
 		seen := map[string]bool{}
 		note := func(who, test, size, e string) {
 			if e == "" {
@@ -118,23 +127,26 @@ func (res *results) markdown(w io.Writer) {
 				test += " (UCX -D " + r.UCXLayout + ")"
 			}
 			o, u := r.Ours, r.UCX
-			bw := bwOf
-			if t := findTestMap(r.Test); t != nil && t.lat {
-				// The overall figures of a ping-pong carry every stall of a
-				// loaded machine; the median does not.
-				size := float64(r.Size)
-				bw = func(f *figures) float64 {
-					if f.LatMedian <= 0 {
-						return 0
-					}
-					return size / f.LatMedian * 1e6 / (1 << 20)
-				}
+			bw := bwFunc(findTestMap(r.Test), r.Size)
+			latR, bwR := ratio(o, u, latOf), ratio(o, u, bw)
+			if v, ok := r.pairedRatio(func(p pair) float64 { return p.LatRatio }); ok {
+				latR = strconv.FormatFloat(v, 'f', 2, 64)
 			}
-			fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", test, sizeName(r.Size), r.Iterations,
-				fig(o, latOf), fig(u, latOf), ratio(o, u, latOf),
-				fig(o, bw), fig(u, bw), ratio(o, u, bw))
+			if v, ok := r.pairedRatio(func(p pair) float64 { return p.BWRatio }); ok {
+				bwR = strconv.FormatFloat(v, 'f', 2, 64)
+			}
+			if r.StateChange != "" {
+				latR, bwR = latR+" †", bwR+" †"
+				flagged = append(flagged, fmt.Sprintf("- %s %s: %s", r.Test, sizeName(r.Size), r.StateChange))
+			}
+			fmt.Fprintf(w, "| %s | %s | %d | %d | %s | %s | %s | %s | %s | %s |\n", test, sizeName(r.Size), r.Iterations, len(r.Pairs),
+				fig(o, latOf), fig(u, latOf), latR,
+				fig(o, bw), fig(u, bw), bwR)
 			note("ucgo", r.Test, sizeName(r.Size), r.OursErr)
 			note("UCX", r.Test, sizeName(r.Size), r.UCXErr)
+		}
+		if len(flagged) > 0 {
+			fmt.Fprintf(w, "\n† the host changed state during the row (UCX's own figure moved more than %.1fx between two pairs); run it again:\n%s\n", stateJump, strings.Join(flagged, "\n"))
 		}
 		if len(notes) > 0 {
 			fmt.Fprintf(w, "\nnot measured (first size it happened at):\n%s\n", strings.Join(notes, "\n"))
@@ -204,10 +216,10 @@ func (res *results) csv(w io.Writer) error {
 // plot gathers the series of one transport: latency tests on the latency
 // panel, bandwidth tests on the bandwidth panel, one series per test and
 // tool.
-func (res *results) plot(tr *transportMap) figure {
-	fg := figure{
+func (res *results) plot(tr *transportMap) plot.Figure {
+	fg := plot.Figure{
 		Title: fmt.Sprintf("ucgo %s vs %s", tr.name, tr.desc),
-		Panels: []panel{
+		Panels: []plot.Panel{
 			{Title: "latency (median, one-way)", YLabel: "latency (µs)"},
 			{Title: "bandwidth (overall)", YLabel: "bandwidth (MB/s)"},
 		},
@@ -234,9 +246,9 @@ func (res *results) plot(tr *transportMap) figure {
 			if !ok {
 				i = len(p.Series)
 				idx[key] = i
-				p.Series = append(p.Series, series{Name: side.tool + " " + r.Test, Group: r.Test, Dashed: side.tool == "UCX"})
+				p.Series = append(p.Series, plot.Series{Name: side.tool + " " + r.Test, Group: r.Test, Dashed: side.tool == "UCX"})
 			}
-			p.Series[i].Points = append(p.Series[i].Points, xy{float64(r.Size), get(side.f)})
+			p.Series[i].Points = append(p.Series[i].Points, plot.XY{X: float64(r.Size), Y: get(side.f)})
 		}
 	}
 	return fg

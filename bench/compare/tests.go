@@ -58,7 +58,10 @@ func testMapNames() string {
 
 // transportMap says what UCX runs against one of our transports.
 type transportMap struct {
-	name string // ours (bench/perftest -x)
+	name string // the name of the row in compare's -x and tables
+	// ours is perftest's -x ("" : name), oursEnv perftest's environment.
+	ours    string
+	oursEnv []string
 	// uctArgs select the uct transport and device of ucx_perftest.
 	uctArgs []string
 	// ucpEnv selects UCX's transports for ucp tests.
@@ -73,6 +76,18 @@ var transportMaps = []transportMap{
 	// UCX has no RDMA device here, so it runs tcp over loopback.
 	{name: "rc", uctArgs: []string{"-x", "tcp", "-d", "lo"}, ucpEnv: []string{"UCX_TLS=tcp", "UCX_NET_DEVICES=lo"},
 		desc: "UCX tcp over lo (uct) / UCX_TLS=tcp, UCX_NET_DEVICES=lo (ucp)"},
+	// rc-lo runs ours over lo too, so that both tools cross the same link.
+	{name: "rc-lo", ours: "rc", oursEnv: []string{"UCGO_PERFTEST_NO_NETNS=1"},
+		uctArgs: []string{"-x", "tcp", "-d", "lo"}, ucpEnv: []string{"UCX_TLS=tcp", "UCX_NET_DEVICES=lo"},
+		desc: "ucgo rc over lo; UCX tcp over lo (uct) / UCX_TLS=tcp, UCX_NET_DEVICES=lo (ucp)"},
+}
+
+// oursName is perftest's name of the transport.
+func (tr *transportMap) oursName() string {
+	if tr.ours != "" {
+		return tr.ours
+	}
+	return tr.name
 }
 
 func findTransportMap(name string) *transportMap {

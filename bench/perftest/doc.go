@@ -44,7 +44,11 @@
 // context with only the -x transport. Endpoints use a 30 s transport
 // timeout, so that an overloaded machine does not fail a run.
 //
-// Every measured iteration is timestamped into preallocated memory, so
+// Every measured iteration is timestamped into preallocated memory with
+// the processor's time-stamp counter (internal/tsc: one RDTSC, as
+// ucx_perftest's ucs_get_time, calibrated once per process against the
+// monotonic clock; the monotonic clock where the counter is not
+// invariant), so
 // besides ucx_perftest's columns (iterations; latency average and
 // overall; bandwidth and message rate, average and overall) the table
 // shows the median ("typical") and the 99th percentile (internal/report).

@@ -189,12 +189,15 @@ func (p *Pair) setup() error {
 	// ends are up, through its link watcher, which may lag: a program
 	// that reads the link state at once would see it down.
 	for _, n := range []*NS{p.A, p.B} {
-		if err := n.waitRunning(5 * time.Second); err != nil {
+		if err := n.waitRunning(waitCarrier); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// waitCarrier bounds the wait for a fresh veth end's carrier.
+const waitCarrier = 5 * time.Second
 
 // waitRunning waits until the namespace's veth end is up and running.
 func (n *NS) waitRunning(limit time.Duration) error {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
 
 	"go.uber.org/multierr"
 	"golang.org/x/sys/unix"
@@ -144,7 +143,7 @@ func (s *Star) setup() error {
 		}
 	}
 	for _, n := range s.NS {
-		if err := n.waitRunning(5 * time.Second); err != nil {
+		if err := n.waitRunning(waitCarrier); err != nil {
 			return err
 		}
 	}

@@ -1,37 +1,46 @@
-package main
+package plot
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
-// figure is one SVG file: panels side by side, each with log-scale axes
-// (message size on x).
-type figure struct {
+// Figure is one SVG file: panels side by side, each with log-scale axes
+// (powers of two on x, decades on y).
+type Figure struct {
 	Title  string
-	Panels []panel
+	Panels []Panel
 }
 
-type panel struct {
+// Panel is one plot of a figure.
+type Panel struct {
 	Title, YLabel string
-	Series        []series
+	// XLabel names the x axis (default "message size (bytes)"); XTick
+	// prints the tick at x = 2^k (default: sizes as 8, 4k, 1m).
+	XLabel string
+	XTick  func(x float64) string
+	Series []Series
 }
 
-// series is one line. Series of the same Group share a colour; Dashed
-// ones (UCX) are drawn dashed with open markers.
-type series struct {
+// Series is one line. Series of the same Group share a colour; Dashed
+// ones (a reference tool, UCX) are drawn dashed with open markers.
+type Series struct {
 	Name   string
 	Group  string
 	Dashed bool
-	Points []xy
+	Points []XY
 }
 
-type xy struct{ X, Y float64 }
+// XY is one point.
+type XY struct{ X, Y float64 }
 
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"}
 
@@ -46,9 +55,9 @@ const (
 	legendRH = 18.0 // one legend row
 )
 
-// writeSVG draws fg. Points with non-positive coordinates are left out
-// (log scale).
-func writeSVG(w io.Writer, fg figure) error {
+// Write draws fg as SVG. Points with non-positive coordinates are left
+// out (log scale).
+func Write(w io.Writer, fg Figure) error {
 	bw := bufio.NewWriter(w)
 	rows := 0
 	for _, p := range fg.Panels {
@@ -84,7 +93,7 @@ func logRange(vs []float64) (lo, hi float64) {
 	return lo, hi
 }
 
-func drawPanel(w *bufio.Writer, p panel, x0 float64, colours map[string]string) {
+func drawPanel(w *bufio.Writer, p Panel, x0 float64, colours map[string]string) {
 	left, right := x0+plotL, x0+panelW-plotR
 	top, bottom := plotT, plotT+plotH
 	fmt.Fprintf(w, `<g class="panel">`+"\n")
@@ -99,7 +108,14 @@ func drawPanel(w *bufio.Writer, p panel, x0 float64, colours map[string]string) 
 		}
 	}
 	// Axis labels.
-	fmt.Fprintf(w, `<text x="%.1f" y="%.1f" text-anchor="middle">message size (bytes)</text>`+"\n", (left+right)/2, bottom+42)
+	xlabel, xtick := p.XLabel, p.XTick
+	if xlabel == "" {
+		xlabel = "message size (bytes)"
+	}
+	if xtick == nil {
+		xtick = func(x float64) string { return SizeName(int(x)) }
+	}
+	fmt.Fprintf(w, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", (left+right)/2, bottom+42, esc(xlabel))
 	fmt.Fprintf(w, `<text transform="translate(%.1f %.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n", x0+18, (top+bottom)/2, esc(p.YLabel))
 	if len(xs) == 0 {
 		fmt.Fprintf(w, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="gray">no data</text>`+"\n</g>\n", (left+right)/2, (top+bottom)/2)
@@ -117,7 +133,7 @@ func drawPanel(w *bufio.Writer, p panel, x0 float64, colours map[string]string) 
 	for k := xhi; k >= xlo; k -= step { // from the top: 1m, 256k, ... for 8..1m
 		x := left + (k-xlo)/(xhi-xlo)*(right-left)
 		fmt.Fprintf(w, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x, top, x, bottom)
-		fmt.Fprintf(w, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, bottom+16, sizeName(int(math.Exp2(k))))
+		fmt.Fprintf(w, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x, bottom+16, xtick(math.Exp2(k)))
 	}
 	for k := ylo; k <= yhi; k++ {
 		y := bottom - (k-ylo)/(yhi-ylo)*(bottom-top)
@@ -169,4 +185,52 @@ func esc(s string) string {
 	var b strings.Builder
 	_ = xml.EscapeText(&b, []byte(s))
 	return b.String()
+}
+
+// SizeName prints a size as 8, 4k, 1m.
+func SizeName(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + "m"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + "k"
+	}
+	return strconv.Itoa(n)
+}
+
+// Elements parses an SVG and counts its elements by name, and by
+// name.class for those with a class attribute ("text" counts every text
+// element): what a test checks of a drawing.
+func Elements(b []byte) (map[string]int, error) {
+	dec := xml.NewDecoder(bytes.NewReader(b))
+	counts := map[string]int{}
+	root := ""
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("not well-formed XML: %w", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok {
+			if root == "" {
+				root = se.Name.Local
+			}
+			key := se.Name.Local
+			for _, a := range se.Attr {
+				if a.Name.Local == "class" {
+					key += "." + a.Value
+				}
+			}
+			counts[key]++
+			if se.Name.Local == "text" && key != "text" {
+				counts["text"]++
+			}
+		}
+	}
+	if root != "svg" {
+		return nil, fmt.Errorf("root element %q, want svg", root)
+	}
+	return counts, nil
 }

@@ -1,0 +1,157 @@
+package netns
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"sync"
+	"testing"
+
+	"go.uber.org/multierr"
+	"golang.org/x/sys/unix"
+)
+
+// Rails is two network namespaces joined by several veth pairs, each on a
+// subnet of its own: two hosts with one NIC per rail. A[i] and B[i] are
+// the two ends of rail i; every A[i] is the same namespace (the same
+// name and path), and every B[i] the other, so a rail's end is an [NS]
+// whose Link, Index and Addr are that rail's, and SetLink, Flap and
+// SetRate act on that rail alone.
+type Rails struct {
+	A, B []*NS
+	MTU  int
+
+	once sync.Once
+	err  error
+}
+
+// maxRails bounds the rails of a pair.
+const maxRails = 8
+
+// NewRails creates two namespaces (named Prefix+"<pid>-<random>-a" and
+// "-b") joined by n veth pairs: rail i's ends are "ucgo-a<i>" with
+// 10.x.(y+i).1/24 and "ucgo-b<i>" with 10.x.(y+i).2/24. It returns once
+// every end reports carrier. It skips the test when not root;
+// tb.Cleanup deletes everything, [Rails.Close] does it earlier.
+func NewRails(tb testing.TB, n int, opts ...Option) (*Rails, error) {
+	tb.Helper()
+	RequireRoot(tb)
+	r, err := newRails(n, opts)
+	if r != nil {
+		tb.Cleanup(func() {
+			if err := r.Close(); err != nil {
+				tb.Errorf("netns cleanup: %v", err)
+			}
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func newRails(n int, opts []Option) (*Rails, error) {
+	if n < 1 || n > maxRails {
+		return nil, fmt.Errorf("netns: %d rails (1..%d)", n, maxRails)
+	}
+	cfg := config{mtu: DefaultMTU}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var rnd [4]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, err
+	}
+	Sweep()
+	base := fmt.Sprintf("%s%d-%s", Prefix, os.Getpid(), hex.EncodeToString(rnd[:]))
+	x, y := 16+rnd[0]%224, rnd[1]%(256-maxRails)
+	r := &Rails{MTU: cfg.mtu}
+	for i := 0; i < n; i++ {
+		sub := [4]byte{10, x, y + byte(i), 0}
+		a, b := sub, sub
+		a[3], b[3] = 1, 2
+		r.A = append(r.A, &NS{name: base + "-a", link: fmt.Sprintf("ucgo-a%d", i), prefix: netip.PrefixFrom(netip.AddrFrom4(a), 24)})
+		r.B = append(r.B, &NS{name: base + "-b", link: fmt.Sprintf("ucgo-b%d", i), prefix: netip.PrefixFrom(netip.AddrFrom4(b), 24)})
+	}
+	return r, r.setup()
+}
+
+func (r *Rails) setup() error {
+	for _, ends := range [][]*NS{r.A, r.B} {
+		path, err := create(ends[0].name)
+		if err != nil {
+			return err
+		}
+		for _, e := range ends {
+			e.path = path
+		}
+	}
+	bfd, err := unix.Open(r.B[0].path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", r.B[0].path, err)
+	}
+	defer unix.Close(bfd)
+	err = r.A[0].Do(func() error {
+		nl, err := openRtnl()
+		if err != nil {
+			return err
+		}
+		defer nl.Close()
+		for i := range r.A {
+			if err := nl.addVeth(r.A[i].link, r.B[i].link, bfd, r.MTU); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ends := append(append([]*NS(nil), r.A...), r.B...)
+	for _, e := range ends {
+		if err := e.configure(); err != nil {
+			return err
+		}
+	}
+	for _, e := range ends {
+		if err := e.waitRunning(waitCarrier); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close deletes the veth pairs and both namespaces. It is idempotent.
+func (r *Rails) Close() error {
+	r.once.Do(func() {
+		if len(r.A) == 0 || r.A[0].path == "" {
+			return
+		}
+		err := r.A[0].Do(func() error {
+			nl, err := openRtnl()
+			if err != nil {
+				return err
+			}
+			defer nl.Close()
+			var errs error
+			for _, e := range r.A {
+				if e.index != 0 {
+					if err := nl.delLink(e.index); err != nil && !errors.Is(err, unix.ENODEV) {
+						errs = multierr.Append(errs, err)
+					}
+				}
+			}
+			return errs
+		})
+		r.err = multierr.Append(r.err, err)
+		for _, ends := range [][]*NS{r.A, r.B} {
+			if ends[0].path != "" {
+				r.err = multierr.Append(r.err, remove(ends[0].path))
+			}
+		}
+	})
+	return r.err
+}
