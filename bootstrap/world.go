@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/ucgo/ucgo/ucp"
-	"github.com/ucgo/ucgo/uct"
 )
 
 // Tag layout of a World: the sender's rank in the top RankBits bits, the
@@ -49,8 +49,10 @@ type WorldOptions struct {
 	// ErrorHandler, if set, is called (ucp's peer error mode, from
 	// Progress) when the endpoint to a rank fails.
 	ErrorHandler func(rank int, ep *ucp.Endpoint, err error)
-	// Timeout is passed to the transports' endpoints.
-	Timeout uct.EPParams
+	// Timeout is the endpoints' EPParams.Timeout: it bounds each lane's
+	// connection and the liveness of its operations; 0 uses the
+	// transports' defaults.
+	Timeout time.Duration
 	// KeyPrefix names this world's keys in the key-value space
 	// (default "ucgo"), so that several worlds can share a job.
 	KeyPrefix string

@@ -138,18 +138,18 @@ func TestPutGetAtomics(t *testing.T) {
 	// atomics on allocated memory
 	a := alloc.addr + 64
 	var old uint64
-	nd.must(nd.wait(ep.AtomicFetch(uct.AtomicSwap, 100, 0, &old, a, alloc.key, nil)))
-	nd.must(nd.wait(ep.AtomicPost(uct.AtomicAdd, 5, a, alloc.key, nil)))
-	nd.must(nd.wait(ep.AtomicFetch(uct.AtomicAdd, 1, 0, &old, a, alloc.key, nil)))
+	nd.must(nd.wait(ep.AtomicFetch(AtomicSwap, 100, 0, &old, a, alloc.key, nil)))
+	nd.must(nd.wait(ep.AtomicPost(AtomicAdd, 5, a, alloc.key, nil)))
+	nd.must(nd.wait(ep.AtomicFetch(AtomicAdd, 1, 0, &old, a, alloc.key, nil)))
 	if old != 105 {
 		t.Fatalf("fetch-add returned %d, want 105", old)
 	}
-	nd.must(nd.wait(ep.AtomicFetch(uct.AtomicCSwap, 7, 999, &old, a, alloc.key, nil)))
+	nd.must(nd.wait(ep.AtomicFetch(AtomicCSwap, 7, 999, &old, a, alloc.key, nil)))
 	if old != 106 {
 		t.Fatalf("failed cswap returned %d, want 106", old)
 	}
-	nd.must(nd.wait(ep.AtomicFetch(uct.AtomicCSwap, 7, 106, &old, a, alloc.key, nil)))
-	nd.must(nd.wait(ep.AtomicFetch(uct.AtomicAdd, 0, 0, &old, a, alloc.key, nil)))
+	nd.must(nd.wait(ep.AtomicFetch(AtomicCSwap, 7, 106, &old, a, alloc.key, nil)))
+	nd.must(nd.wait(ep.AtomicFetch(AtomicAdd, 0, 0, &old, a, alloc.key, nil)))
 	if old != 7 {
 		t.Fatalf("after cswap: %d, want 7", old)
 	}

@@ -3,6 +3,7 @@ package ucp
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/ucgo/ucgo/ucp/internal/match"
 	"github.com/ucgo/ucgo/uct"
@@ -18,8 +19,9 @@ type EPParams struct {
 	// An endpoint that the peer's connection created has no known
 	// source tag until Connect with the peer's address gives it one.
 	SourceTag uint64
-	// Timeout is passed to the transports' endpoints.
-	Timeout uct.EPParams
+	// Timeout bounds the connection of each lane and the liveness of its
+	// operations (uct.EPParams.Timeout); 0 uses the transport's default.
+	Timeout time.Duration
 }
 
 // CloseMode says how Endpoint.Close treats outstanding work.

@@ -349,7 +349,7 @@ func testErrKill(t *testing.T, tls string, c errCase, n int) {
 	racing := []*Request{
 		ep1.Get(make([]byte, 1<<20), keys[0].addr, keys[0].key, nil),
 		ep1.Put(pattern(1<<20, 3), keys[0].addr, keys[0].key, nil),
-		ep1.AtomicFetch(uct.AtomicAdd, 1, 0, &old, keys[1].addr, keys[1].key, nil),
+		ep1.AtomicFetch(AtomicAdd, 1, 0, &old, keys[1].addr, keys[1].key, nil),
 		ep1.TagSend(pattern(100, 1), mkTag(0, tagX), nil),
 	}
 	nd.progressUntil("the victim's failure", func() bool { return ep1.Err() != nil })
@@ -372,7 +372,7 @@ func testErrKill(t *testing.T, tls string, c errCase, n int) {
 		ep1.TagSend(pattern(1<<20, 0), mkTag(0, tagX), nil),
 		ep1.Get(make([]byte, 8), keys[0].addr, keys[0].key, nil),
 		ep1.Put(make([]byte, 8), keys[0].addr, keys[0].key, nil),
-		ep1.AtomicPost(uct.AtomicAdd, 1, keys[1].addr, keys[1].key, nil),
+		ep1.AtomicPost(AtomicAdd, 1, keys[1].addr, keys[1].key, nil),
 		ep1.AMSend(amPing, nil, nil, nil),
 		ep1.Flush(nil),
 	} {
@@ -737,7 +737,7 @@ func TestErrForceClose(t *testing.T) {
 					ep.TagSend(pattern(100, 1), mkTag(0, tagX), nil),
 					ep.Get(make([]byte, 4096), keys[0].addr, keys[0].key, nil),
 					ep.Put(make([]byte, 4096), keys[0].addr, keys[0].key, nil),
-					ep.AtomicFetch(uct.AtomicAdd, 1, 0, &old, keys[1].addr, keys[1].key, nil),
+					ep.AtomicFetch(AtomicAdd, 1, 0, &old, keys[1].addr, keys[1].key, nil),
 					ep.AMSend(amPing, nil, []byte("x"), nil),
 					ep.Flush(nil))
 				for i, r := range reqs[:4] {

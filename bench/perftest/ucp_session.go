@@ -122,7 +122,7 @@ func (s *ucpSession) connect(peer setup) error {
 	if peer.MemLen < uint64(s.dataLen+64) {
 		return fmt.Errorf("peer buffer of %d bytes, need %d: %w", peer.MemLen, s.dataLen+64, ErrFormat)
 	}
-	p := ucp.EPParams{Timeout: uct.EPParams{Timeout: epTimeout}}
+	p := ucp.EPParams{Timeout: epTimeout}
 	if s.cfg.ErrMode == "peer" {
 		p.ErrorHandler = s.onError
 	}
