@@ -306,7 +306,7 @@ func testErrKill(t *testing.T, tls string, c errCase, n int) {
 		}
 		r.Release()
 	}
-	if _, ok := w.TagProbe(mkTag(1, tagE), exact, false); !ok {
+	if _, ok := w.TagProbe(mkTag(1, tagE), exact); !ok {
 		t.Fatal("the victim's rendezvous message is not unexpected")
 	}
 
@@ -411,7 +411,7 @@ func testErrKill(t *testing.T, tls string, c errCase, n int) {
 		if n == 3 {
 			pending(t, "receive from the survivor", rD)
 		}
-		if _, ok := w.TagProbe(0, 0, false); ok {
+		if _, ok := w.TagProbe(0, 0); ok {
 			t.Fatal("probe found a message while matching is suspended")
 		}
 	case peer: // never suspend: the receive that can only match the victim fails
@@ -447,7 +447,7 @@ func testErrKill(t *testing.T, tls string, c errCase, n int) {
 		if suspend {
 			pending(t, "receive from the survivor while suspended", rD)
 			pending(t, "wildcard receive while suspended", rG)
-			if _, ok := w.TagProbe(0, 0, false); ok {
+			if _, ok := w.TagProbe(0, 0); ok {
 				t.Fatal("probe found a message while matching is suspended")
 			}
 		}
@@ -506,7 +506,7 @@ func testErrKill(t *testing.T, tls string, c errCase, n int) {
 	// can be left, unless the wildcard receive took it.
 	left := 0
 	for {
-		m, ok := w.TagProbe(0, 0, true)
+		m, ok := w.TagProbeRemove(0, 0)
 		if !ok {
 			break
 		}
