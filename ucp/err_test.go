@@ -241,6 +241,8 @@ func toldPending(t *testing.T, what string, r *Request) {
 	t.Helper()
 	if done, err := r.Test(); done || !errors.Is(err, ErrProcFailedPending) {
 		t.Fatalf("%s: done %v, err %v; want pending with ErrProcFailedPending", what, done, err)
+	} else if pe := (*PendingError)(nil); !errors.As(err, &pe) || pe.Final() || Final(err) {
+		t.Fatalf("%s: %v is not a non-final PendingError", what, err)
 	}
 	pending(t, what+" (second test)", r)
 }

@@ -173,7 +173,7 @@ func (l *reqList) take() []*Request {
 
 // Test reports whether the request completed, and its status. A posted
 // receive told of a pending peer failure reports (false,
-// ErrProcFailedPending) once.
+// ErrProcFailedPending) once: a *PendingError, not a final status.
 func (r *Request) Test() (bool, error) {
 	if r.isDone() {
 		return true, r.err
@@ -220,7 +220,8 @@ func (r *Request) UserData() any { return r.user }
 // Wait progresses the worker until the request completes or ctx ends and
 // returns the request's status. A posted receive told of a pending peer
 // failure returns ErrProcFailedPending once and stays posted; Wait again
-// to keep waiting.
+// to keep waiting. The errors returned while the request is still pending
+// (a *PendingError, or ctx's error) are not final (see Final).
 func (r *Request) Wait(ctx context.Context) error {
 	spins := 0
 	for {
