@@ -37,8 +37,9 @@ func TagRank(tag uint64) int { return int(tag >> RankShift) }
 // WorldOptions configure NewWorld.
 type WorldOptions struct {
 	// Config configures the ucp context; its SourceTagMask is set to
-	// RankMask. Environment variables (UCGO_TLS, UCGO_ERR_MODE, ...)
-	// override it as in ucp.NewContext.
+	// RankMask. Its fields left at their zero value take the values of
+	// the environment variables (UCGO_TLS, UCGO_ERR_MODE, ...) as in
+	// ucp.NewContext.
 	Config ucp.Config
 	// Eager connects the endpoints to every rank (itself included) in
 	// NewWorld; otherwise EP connects each on first use. A program that

@@ -155,7 +155,7 @@
 //
 // # Environment
 //
-// NewContext applies these overrides to its Config, in the UCX spirit:
+// NewContext reads these variables:
 //
 //	UCGO_TLS=shm,rc               transports to use (names of Config.Transports)
 //	UCGO_SHORT_THRESH=64          eager short limit (bytes, k/m suffixes)
@@ -167,6 +167,28 @@
 //	UCGO_KEEPALIVE_SILENT=1       fail peers that send no heartbeats (DetectSilentPeers)
 //	UCGO_MATCHING_MODE=suspend|never_suspend
 //	UCGO_THREAD_SAFE=1            workers safe for several goroutines
+//	UCGO_AM_REASSEMBLY_MAX=1g     Config.AMReassemblyMax
+//	UCGO_AM_REASSEMBLY_PEER_MAX=256m  Config.AMReassemblyPeerMax
+//	UCGO_RCACHE_MAX=64m           Config.RcacheMax
+//
+// # Configuration precedence
+//
+// Each Config field takes the first of, highest precedence first:
+//
+//  1. the value the program set in the Config given to NewContext;
+//  2. its UCGO_* environment variable, when the program left the field at
+//     its zero value;
+//  3. the built-in default.
+//
+// This is UCX's order: ucp_config_read fills a configuration from the
+// defaults and the UCX_* environment, and the program's own settings
+// (ucp_config_modify) are applied over it. The environment tunes what the program left open; it never undoes
+// what the program chose. A field set to its zero value (false,
+// ErrorModeNone, RndvGet, MatchingSuspend, 0) cannot be told from an
+// unset one, so the environment may still set it; a program that must
+// keep such a value reads it back from Context.Config. A bad value of a
+// variable is an error (wrapping uct.ErrInvalidParam) even when its field
+// is set. Context.Config returns the configuration in effect.
 //
 // # Concurrency and ownership
 //

@@ -54,7 +54,7 @@ func tlsWorld(t testing.TB, tls string, n int, role string, cfg Config, env ...s
 // tlsConfig returns cfg using the transports named by tls.
 func tlsConfig(t testing.TB, cfg Config, tls string) Config {
 	t.Helper()
-	c := Config{Transports: DefaultTransports()}
+	var c Config
 	if err := applyEnv(&c, func(k string) string {
 		if k == EnvTLS {
 			return tls
