@@ -103,19 +103,19 @@ func NewWorld(pm Client, opts WorldOptions) (*World, error) {
 		opts.KeyPrefix = "ucgo"
 	}
 	opts.Config.SourceTagMask = RankMask
-	ctx, err := ucp.NewContext(opts.Config)
+	uc, err := ucp.NewContext(opts.Config)
 	if err != nil {
 		return nil, err
 	}
-	wk, err := ctx.NewWorker()
+	wk, err := uc.NewWorker()
 	if err != nil {
-		ctx.Close()
+		uc.Close()
 		return nil, err
 	}
-	w := &World{PM: pm, Context: ctx, Worker: wk, opts: opts,
+	w := &World{PM: pm, Context: uc, Worker: wk, opts: opts,
 		addrs: make([][]byte, pm.Size()), eps: make([]*ucp.Endpoint, pm.Size())}
 	fail := func(err error) (*World, error) {
-		return nil, errors.Join(err, wk.Close(), ctx.Close())
+		return nil, errors.Join(err, wk.Close(), uc.Close())
 	}
 	if err := w.publish(); err != nil {
 		return fail(err)

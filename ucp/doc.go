@@ -8,8 +8,8 @@
 //
 // # Setup
 //
-//	ctx, _ := ucp.NewContext(ucp.Config{})        // shm and rc by default
-//	w, _ := ctx.NewWorker()
+//	uc, _ := ucp.NewContext(ucp.Config{})         // shm and rc by default
+//	w, _ := uc.NewWorker()
 //	addr := w.Address()                           // exchange out of band
 //	ep, _ := w.Connect(peerAddr, ucp.EPParams{})
 //
