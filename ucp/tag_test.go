@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/ucgo/ucgo/uct"
@@ -255,31 +254,4 @@ func TestCancelRecvAndCallback(t *testing.T) {
 	nd.must(nd.wait(nd.w.TagRecv(in, mkTag(1, 78), exact, nil)))
 	nd.quit(1)
 	nd.exitOK(1)
-}
-
-func ExampleEndpoint_TagSend() {
-	ctx, _ := NewContext(Config{})
-	defer ctx.Close()
-	a, _ := ctx.NewWorker()
-	defer a.Close()
-	b, _ := ctx.NewWorker()
-	defer b.Close()
-	ep, err := a.Connect(b.Address(), EPParams{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	recv := b.TagRecv(make([]byte, 64), 42, ^uint64(0), nil)
-	send := ep.TagSend([]byte("hello"), 42, nil)
-	c, cancel := testCtx()
-	defer cancel()
-	for !recv.Done() || !send.Done() {
-		a.Progress()
-		b.Progress()
-		if c.Err() != nil {
-			return
-		}
-	}
-	fmt.Println(recv.Err(), recv.Info().Length, send.Err())
-	// Output: <nil> 5 <nil>
 }
