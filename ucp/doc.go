@@ -223,8 +223,10 @@
 // Context owns the memory domains, a Worker its ifaces, endpoints,
 // requests and unexpected messages; Close of each is idempotent.
 // Endpoints keep their lanes as a lane set (one uct endpoint and its iface
-// attributes per lane); queued work is bound to no lane, so failover
-// (package failover) can move it by re-picking lanes. Progress polls on
+// attributes per lane); queued work is bound to no lane. Package failover
+// holds the policy and pure logic for moving an endpoint's traffic to
+// another lane when one fails (lane health, sequence numbers, replay);
+// ucp does not use it yet. Progress polls on
 // every call the ifaces that carry a lane, have delivered an event or
 // are cheap to poll (shm); the others (an rc iface of a worker that only
 // talks over shm, whose poll is a system call) every 16384 calls and
