@@ -231,4 +231,26 @@
 // are cheap to poll (shm); the others (an rc iface of a worker that only
 // talks over shm, whose poll is a system call) every 16384 calls and
 // after every Wait.
+//
+// # Lock order
+//
+// A thread-safe worker has four locks. A goroutine that holds several
+// took them in this order:
+//
+//  1. progMu: one Progress at a time (TryLock: a Progress that finds it
+//     held returns at once);
+//  2. tmu, the transport lock: held while calling into ifaces and uct
+//     endpoints (posting, progress, arming, sleeping in Wait, connecting,
+//     closing a lane);
+//  3. mu, the worker's state lock;
+//  4. amu: the queue of iface errors reported from transports'
+//     goroutines; nothing is taken while it is held.
+//
+// A holder of mu never blocks on tmu: it TryLocks it (canPost) or queues
+// its work for tmu's holder, who sends it before releasing tmu
+// (releaseT). To block on tmu, a goroutine releases mu first (acquireT).
+// uct callbacks run inside a transport's progress, with tmu held, and
+// take mu (lockCB). Request callbacks, error handlers and the closing of
+// detached lanes run with mu released. A single-goroutine worker takes
+// none of these locks except amu.
 package ucp

@@ -62,3 +62,45 @@ func (w *Worker) onKeepalive(_ any, data []byte, _ uct.AMFlags) {
 		ep.kaPeer = ms
 	}
 }
+
+func (w *Worker) keepaliveTimer(d time.Duration) {
+	defer close(w.kaDone)
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.kaStop:
+			return
+		case <-t.C:
+			w.kaDue.Store(true)
+			w.Wake()
+		}
+	}
+}
+
+// keepalive judges every healthy endpoint's peer, sends it a heartbeat
+// and probes its lanes (lock held).
+func (w *Worker) keepalive() {
+	for _, ep := range w.live {
+		if ep.err != nil || w.heartbeat(ep) {
+			continue
+		}
+		for i := range ep.lanes {
+			ln := &ep.lanes[i]
+			if ln.kaBusy || ln.ep == nil {
+				continue
+			}
+			ln.kaComp.Count = 1
+			ln.kaBusy = true
+			err := ln.ep.CheckLiveness(&ln.kaComp)
+			if err == uct.ErrInProgress {
+				continue
+			}
+			ln.kaBusy = false
+			if err != nil && uct.StatusOf(err).IsEndpointFatal() {
+				w.failEP(ep, err)
+				break
+			}
+		}
+	}
+}
