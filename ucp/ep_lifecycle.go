@@ -100,15 +100,7 @@ func (w *Worker) failEP(ep *Endpoint, err error) {
 		return
 	}
 	ep.err = err
-	for _, r := range ep.queue.take() {
-		w.complete(r, opErr(kindOp[r.kind], ep.name, uct.ErrCanceled))
-	}
-	for _, l := range []*reqList{&ep.stalled, &ep.inflight} {
-		for _, r := range l.take() {
-			r.zombie = true
-			w.complete(r, opErr(kindOp[r.kind], ep.name, err))
-		}
-	}
+	w.completeEP(ep, uct.ErrCanceled, err)
 	w.closeLanes(ep)
 	if w.cfg.ErrorMode != ErrorModePeer {
 		return
@@ -146,15 +138,7 @@ func (w *Worker) closeEP(ep *Endpoint, force bool, status uct.Status) {
 		ep.lanes[ep.amLane].ep.AMBcopy(amClose, ep.scratch[:4], nil)
 	}
 	ep.closed = true
-	for _, r := range ep.queue.take() {
-		w.complete(r, opErr(kindOp[r.kind], ep.name, status))
-	}
-	for _, l := range []*reqList{&ep.stalled, &ep.inflight} {
-		for _, r := range l.take() {
-			r.zombie = true
-			w.complete(r, opErr(kindOp[r.kind], ep.name, status))
-		}
-	}
+	w.completeEP(ep, status, status)
 	for _, r := range w.flushers {
 		if r.ep == ep {
 			r.zombie = true

@@ -68,12 +68,6 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-func opErr(op, peer string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &Error{Op: op, Peer: peer, Err: err}
-}
 
 // TruncatedError says that a message did not fit its receive buffer. It
 // matches uct.ErrMessageTruncated.
