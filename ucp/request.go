@@ -333,4 +333,3 @@ func (w *Worker) putReq(r *Request) {
 		w.reqFree = append(w.reqFree, r)
 	}
 }
-

@@ -68,7 +68,6 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-
 // TruncatedError says that a message did not fit its receive buffer. It
 // matches uct.ErrMessageTruncated.
 type TruncatedError struct {

@@ -360,16 +360,6 @@ func (w *Worker) handleAsync() int {
 	return len(evs)
 }
 
-// Flush returns a request that completes when every operation started on
-// every endpoint of the worker so far has completed.
-func (w *Worker) Flush(p *Params) *Request {
-	w.lock()
-	defer w.unlock()
-	r := w.getReq(kFlush, nil, p)
-	w.flushers = append(w.flushers, r)
-	return r
-}
-
 // ResumeMatching acknowledges every pending endpoint failure and restarts
 // tag matching in the original order: posted receives, oldest first, each
 // take their earliest matching unexpected message.
