@@ -76,7 +76,6 @@ type Worker struct {
 	// The worker's state by concern (worker_rooms.go); their fields are
 	// used through the worker (w.eps, w.slots, ...).
 	epTable       // endpoints by id, backlog, error queue, purged statuses
-	reqPool       // free requests and unexpected messages, completed requests
 	rndvTable     // rendezvous requests waiting for the peer, by slot
 	amAssembly    // AM handlers, fragments being assembled, eager messages
 	transportLock // the locks of a thread-safe worker (worker_lock.go)
@@ -90,6 +89,12 @@ type Worker struct {
 	evd   eventDrain // events.go
 
 	flushers []*Request // worker and endpoint flush/close requests
+
+	// The request pool, fields of the worker itself since every operation
+	// takes from it (getReq and getUnexp stay small enough to inline).
+	reqFree []*Request
+	unFree  []*unexp
+	doneq   reqList // completed requests with a callback, run by Progress
 
 	// ignoreIfaceErrors makes the worker rely on keepalive alone (tests).
 	ignoreIfaceErrors atomic.Bool

@@ -20,10 +20,10 @@ func (w *Worker) lock() {
 // lockCB takes the worker's lock inside a uct callback (AM handler,
 // completion), which runs while its goroutine holds the transport lock:
 // the callback may post at once.
-func (w *Worker) lockCB() {
-	if w.safe {
-		w.mu.Lock()
-		w.tstate = tHeld
+func (t *transportLock) lockCB() {
+	if t.safe {
+		t.mu.Lock()
+		t.tstate = tHeld
 	}
 }
 

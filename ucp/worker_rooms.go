@@ -27,14 +27,6 @@ type epTable struct {
 	goneErr map[match.Src]error
 }
 
-// reqPool is the worker's free lists and its queue of completed requests
-// whose callbacks are due.
-type reqPool struct {
-	reqFree []*Request
-	unFree  []*unexp
-	doneq   reqList // completed requests with a callback, run by Progress
-}
-
 // rndvTable names the requests waiting for a rendezvous answer (ATS, RTR,
 // ATP) on the wire: a slot id is generation << 32 | index + 1, so a stale
 // or forged id finds nothing.
