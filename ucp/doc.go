@@ -31,9 +31,9 @@
 //
 // # Operations
 //
-// TagSend/TagRecv/TagProbe (64-bit tags with masks), AMSend with
+// TagSend/TagRecv (64-bit tags with masks), AMSend with
 // SetAMHandler, Put/Get with Mem.PackRKey and Endpoint.UnpackRKey,
-// AtomicPost/AtomicFetch, Endpoint.Flush, Worker.Flush and
+// AtomicPost/AtomicFetch (AtomicOp), Endpoint.Flush, Worker.Flush and
 // Endpoint.Close return a *Request immediately. A request completes once;
 // Wait(ctx) progresses the worker until then, Test polls, Cancel cancels
 // a posted receive or a send that has not left, an optional callback runs
@@ -42,6 +42,9 @@
 //
 // TagSendSync is a synchronous send (MPI_Ssend): it always takes the
 // rendezvous protocol, so it completes only after a receive matched it.
+// TagProbe reports an unexpected message without taking it (MPI_Iprobe);
+// TagProbeRemove takes it out of matching for TagRecvMessage
+// (MPI_Improbe).
 //
 // Tag protocols by size, on the endpoint's AM lane: eager short (one
 // AMShort, up to the lane's short limit minus 4 bytes or ShortThresh),
@@ -118,7 +121,8 @@
 // messages from healthy peers are still accepted and queued as
 // unexpected, posted receives stay posted, and every posted receive that
 // could match the failed peer is told once: Wait/Test return
-// ErrProcFailedPending while the request stays pending. ResumeMatching
+// ErrProcFailedPending (a *PendingError, not a final status: see Final)
+// while the request stays pending. ResumeMatching
 // restarts matching in the original order; Purge(ep) closes the endpoint,
 // completes the receives that can only match it with its error, drops its
 // unexpected messages, partial rendezvous transfers and partial active
