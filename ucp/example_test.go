@@ -113,6 +113,54 @@ func ExampleEndpoint_TagSend() {
 	// received 1048576 bytes with tag 0x200
 }
 
+// Probing: TagProbe reports an unexpected message and leaves it;
+// TagProbeRemove takes it out of matching, and TagRecvMessage receives it
+// into a buffer sized from its Info.
+func ExampleWorker_TagProbeRemove() {
+	uc, err := ucp.NewContext(ucp.Config{Transports: []uct.Component{shm.New()}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer uc.Close()
+	a, _ := uc.NewWorker()
+	defer a.Close()
+	b, _ := uc.NewWorker()
+	defer b.Close()
+	ep, err := a.Connect(b.Address(), ucp.EPParams{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	s := ep.TagSend([]byte("probed message"), 0x300, nil)
+	var info ucp.Info
+	found := false
+	for end := time.Now().Add(10 * time.Second); !found && time.Now().Before(end); {
+		a.Progress()
+		b.Progress()
+		info, found = b.TagProbe(0x300, ^uint64(0))
+	}
+	fmt.Println("probe:", found, info.Length)
+	m, ok := b.TagProbeRemove(0x300, ^uint64(0))
+	if !ok {
+		fmt.Println("message gone")
+		return
+	}
+	_, again := b.TagProbe(0x300, ^uint64(0))
+	fmt.Println("still matchable after remove:", again)
+	buf := make([]byte, m.Info.Length)
+	r := b.TagRecvMessage(buf, m, nil)
+	for end := time.Now().Add(10 * time.Second); (!r.Done() || !s.Done()) && time.Now().Before(end); {
+		a.Progress()
+		b.Progress()
+	}
+	fmt.Printf("received %q: %v\n", buf, r.Err())
+	// Output:
+	// probe: true 14
+	// still matchable after remove: false
+	// received "probed message": <nil>
+}
+
 // Active messages: a handler per id runs from the receiver's Progress
 // with the message's header and data.
 func ExampleWorker_SetAMHandler() {
