@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/ucgo/ucgo/ucp"
-	"github.com/ucgo/ucgo/uct"
 )
 
 // Tag layout of a World: the sender's rank in the top RankBits bits, the
@@ -37,8 +37,9 @@ func TagRank(tag uint64) int { return int(tag >> RankShift) }
 // WorldOptions configure NewWorld.
 type WorldOptions struct {
 	// Config configures the ucp context; its SourceTagMask is set to
-	// RankMask. Environment variables (UCGO_TLS, UCGO_ERR_MODE, ...)
-	// override it as in ucp.NewContext.
+	// RankMask. Its fields left at their zero value take the values of
+	// the environment variables (UCGO_TLS, UCGO_ERR_MODE, ...) as in
+	// ucp.NewContext.
 	Config ucp.Config
 	// Eager connects the endpoints to every rank (itself included) in
 	// NewWorld; otherwise EP connects each on first use. A program that
@@ -49,8 +50,10 @@ type WorldOptions struct {
 	// ErrorHandler, if set, is called (ucp's peer error mode, from
 	// Progress) when the endpoint to a rank fails.
 	ErrorHandler func(rank int, ep *ucp.Endpoint, err error)
-	// Timeout is passed to the transports' endpoints.
-	Timeout uct.EPParams
+	// Timeout is the endpoints' EPParams.Timeout: it bounds each lane's
+	// connection and the liveness of its operations; 0 uses the
+	// transports' defaults.
+	Timeout time.Duration
 	// KeyPrefix names this world's keys in the key-value space
 	// (default "ucgo"), so that several worlds can share a job.
 	KeyPrefix string
@@ -100,19 +103,19 @@ func NewWorld(pm Client, opts WorldOptions) (*World, error) {
 		opts.KeyPrefix = "ucgo"
 	}
 	opts.Config.SourceTagMask = RankMask
-	ctx, err := ucp.NewContext(opts.Config)
+	uc, err := ucp.NewContext(opts.Config)
 	if err != nil {
 		return nil, err
 	}
-	wk, err := ctx.NewWorker()
+	wk, err := uc.NewWorker()
 	if err != nil {
-		ctx.Close()
+		uc.Close()
 		return nil, err
 	}
-	w := &World{PM: pm, Context: ctx, Worker: wk, opts: opts,
+	w := &World{PM: pm, Context: uc, Worker: wk, opts: opts,
 		addrs: make([][]byte, pm.Size()), eps: make([]*ucp.Endpoint, pm.Size())}
 	fail := func(err error) (*World, error) {
-		return nil, errors.Join(err, wk.Close(), ctx.Close())
+		return nil, errors.Join(err, wk.Close(), uc.Close())
 	}
 	if err := w.publish(); err != nil {
 		return fail(err)

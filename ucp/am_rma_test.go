@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/ucgo/ucgo/uct"
 )
@@ -138,18 +139,18 @@ func TestPutGetAtomics(t *testing.T) {
 	// atomics on allocated memory
 	a := alloc.addr + 64
 	var old uint64
-	nd.must(nd.wait(ep.AtomicFetch(uct.AtomicSwap, 100, 0, &old, a, alloc.key, nil)))
-	nd.must(nd.wait(ep.AtomicPost(uct.AtomicAdd, 5, a, alloc.key, nil)))
-	nd.must(nd.wait(ep.AtomicFetch(uct.AtomicAdd, 1, 0, &old, a, alloc.key, nil)))
+	nd.must(nd.wait(ep.AtomicFetch(AtomicSwap, 100, 0, &old, a, alloc.key, nil)))
+	nd.must(nd.wait(ep.AtomicPost(AtomicAdd, 5, a, alloc.key, nil)))
+	nd.must(nd.wait(ep.AtomicFetch(AtomicAdd, 1, 0, &old, a, alloc.key, nil)))
 	if old != 105 {
 		t.Fatalf("fetch-add returned %d, want 105", old)
 	}
-	nd.must(nd.wait(ep.AtomicFetch(uct.AtomicCSwap, 7, 999, &old, a, alloc.key, nil)))
+	nd.must(nd.wait(ep.AtomicFetch(AtomicCSwap, 7, 999, &old, a, alloc.key, nil)))
 	if old != 106 {
 		t.Fatalf("failed cswap returned %d, want 106", old)
 	}
-	nd.must(nd.wait(ep.AtomicFetch(uct.AtomicCSwap, 7, 106, &old, a, alloc.key, nil)))
-	nd.must(nd.wait(ep.AtomicFetch(uct.AtomicAdd, 0, 0, &old, a, alloc.key, nil)))
+	nd.must(nd.wait(ep.AtomicFetch(AtomicCSwap, 7, 106, &old, a, alloc.key, nil)))
+	nd.must(nd.wait(ep.AtomicFetch(AtomicAdd, 0, 0, &old, a, alloc.key, nil)))
 	if old != 7 {
 		t.Fatalf("after cswap: %d, want 7", old)
 	}
@@ -166,6 +167,41 @@ func TestPutGetAtomics(t *testing.T) {
 	nd.kill(1)
 }
 
+// Fields the program set win over the environment, which fills the
+// fields left at their zero value; defaults fill the rest.
+func TestEnvPrecedence(t *testing.T) {
+	env := map[string]string{EnvRndvThresh: "16k", EnvZcopyThresh: "8k", EnvErrMode: "peer", EnvKeepalive: "250ms",
+		EnvMatchingMode: "never_suspend", EnvTLS: "rc", EnvRndvScheme: "put", EnvRcacheMax: "1m"}
+	set := Config{Transports: builtinTransports()[:1], RndvThresh: 4096, KeepaliveInterval: -1, RndvScheme: RndvPut,
+		MatchingMode: MatchingNeverSuspend, RcacheMax: 2 << 20}
+	ctx, err := newContext(set, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	c := ctx.Config()
+	if len(c.Transports) != 1 || c.Transports[0].Name() != "shm" {
+		t.Errorf("UCGO_TLS=rc replaced the program's transports: %v", c.Transports)
+	}
+	if c.RndvThresh != 4096 || c.KeepaliveInterval != -1 || c.RcacheMax != 2<<20 {
+		t.Errorf("environment overrode set fields: rndv %d keepalive %v rcache %d", c.RndvThresh, c.KeepaliveInterval, c.RcacheMax)
+	}
+	if c.ZcopyThresh != 8<<10 || c.ErrorMode != ErrorModePeer {
+		t.Errorf("environment did not fill unset fields: zcopy %d errmode %v", c.ZcopyThresh, c.ErrorMode)
+	}
+	if c.ShortThresh != 0 || c.AMReassemblyMax != 0 || c.ThreadSafe {
+		t.Errorf("unset fields without a variable changed: short %d reassembly %d thread-safe %v", c.ShortThresh, c.AMReassemblyMax, c.ThreadSafe)
+	}
+	ctx2, err := newContext(Config{Transports: builtinTransports()[:1]}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx2.Close()
+	if d := ctx2.Config(); d.ZcopyThresh != 4096 || d.KeepaliveInterval != defaultKeepalive {
+		t.Errorf("defaults: zcopy %d keepalive %v", d.ZcopyThresh, d.KeepaliveInterval)
+	}
+}
+
 func TestEnvOverrides(t *testing.T) {
 	env := map[string]string{EnvRndvThresh: "16k", EnvErrMode: "peer", EnvKeepalive: "250ms", EnvSilentPeers: "1",
 		EnvMatchingMode: "never_suspend", EnvTLS: "shm", EnvRndvScheme: "put", EnvThreadSafe: "true"}
@@ -179,7 +215,18 @@ func TestEnvOverrides(t *testing.T) {
 		c.MatchingMode != MatchingNeverSuspend || c.RndvScheme != RndvPut || !c.ThreadSafe || len(c.Transports) != 1 {
 		t.Fatalf("config %+v", c)
 	}
+	// A bad value is an error even when the program set its field.
+	set := Config{ErrorMode: ErrorModePeer, RndvThresh: 1 << 20, KeepaliveInterval: time.Second, DetectSilentPeers: true,
+		Transports: builtinTransports()[:1]}
 	for k, v := range map[string]string{EnvTLS: "nosuch", EnvErrMode: "x", EnvRndvThresh: "abc", EnvKeepalive: "soon", EnvSilentPeers: "maybe"} {
+		if _, err := newContext(set, func(key string) string {
+			if key == k {
+				return v
+			}
+			return ""
+		}); !errors.Is(err, uct.ErrInvalidParam) {
+			t.Errorf("%s=%s over a set field: %v", k, v, err)
+		}
 		_, err := newContext(Config{}, func(key string) string {
 			if key == k {
 				return v

@@ -117,7 +117,7 @@ func TestChunkStallFailRC(t *testing.T) {
 			ep := nd.eps[1]
 			tag := mkTag(1, tagData)
 			nd.progressUntil("the rendezvous announcement", func() bool {
-				_, ok := nd.w.TagProbe(tag, exact, false)
+				_, ok := nd.w.TagProbe(tag, exact)
 				return ok
 			})
 			nd.stopChild(1)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -47,8 +48,11 @@ const (
 	MatchingNeverSuspend
 )
 
-// Config configures a Context. The zero value is usable: every field has a
-// default, and environment variables override it (see the package doc).
+// Config configures a Context. The zero value is usable. A field the
+// program sets (to a non-zero value) is used as set; a field left at its
+// zero value takes the value of its UCGO_* environment variable if there
+// is one, else a default (see "Configuration precedence" in the package
+// doc).
 type Config struct {
 	// Transports are the uct components to use, in preference order.
 	// Nil means the built-in ones (DefaultTransports).
@@ -186,11 +190,27 @@ const (
 	EnvRcacheMax = "UCGO_RCACHE_MAX"
 )
 
-// applyEnv overrides cfg from the environment (getenv is os.Getenv in
-// production). Bad values are errors wrapping uct.ErrInvalidParam. With
-// cfg.Transports nil, UCGO_TLS picks among the built-in transports (and
-// "all" means those that work here); otherwise it filters cfg.Transports.
+// applyEnv fills the fields of cfg left at their zero value from the
+// environment (getenv is os.Getenv in production); the fields the program
+// set keep their values. Bad values are errors wrapping
+// uct.ErrInvalidParam, also those of variables whose field is set.
 func applyEnv(cfg *Config, getenv func(string) string) error {
+	var env Config
+	if err := readEnv(&env, getenv); err != nil {
+		return err
+	}
+	have, fill := reflect.ValueOf(cfg).Elem(), reflect.ValueOf(&env).Elem()
+	for i := 0; i < have.NumField(); i++ {
+		if f := have.Field(i); f.CanSet() && f.IsZero() {
+			f.Set(fill.Field(i))
+		}
+	}
+	return nil
+}
+
+// readEnv sets the fields of cfg named by UCGO_* variables. UCGO_TLS
+// picks among the built-in transports ("all": those that work here).
+func readEnv(cfg *Config, getenv func(string) string) error {
 	bad := func(k, v string, err error) error {
 		return fmt.Errorf("ucp: %s=%q: %w: %w", k, v, uct.ErrInvalidParam, err)
 	}
@@ -201,12 +221,9 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 				want[n] = true
 			}
 		}
-		from := cfg.Transports
-		if from == nil {
+		from := builtinTransports()
+		if want["all"] {
 			from = DefaultTransports()
-			if !want["all"] {
-				from = builtinTransports()
-			}
 		}
 		var out []uct.Component
 		for _, c := range from {

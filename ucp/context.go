@@ -24,8 +24,10 @@ type mdEntry struct {
 	attr uct.MDAttr
 }
 
-// NewContext opens the configured transports' memory domains. Environment
-// variables (see the package doc) override cfg.
+// NewContext opens the configured transports' memory domains. The fields
+// of cfg left at their zero value take their UCGO_* environment
+// variable's value, if set, then their default; the fields cfg sets win
+// (see "Configuration precedence" in the package doc).
 func NewContext(cfg Config) (*Context, error) {
 	return newContext(cfg, os.Getenv)
 }

@@ -8,8 +8,8 @@
 //
 // # Setup
 //
-//	ctx, _ := ucp.NewContext(ucp.Config{})        // shm and rc by default
-//	w, _ := ctx.NewWorker()
+//	uc, _ := ucp.NewContext(ucp.Config{})         // shm and rc by default
+//	w, _ := uc.NewWorker()
 //	addr := w.Address()                           // exchange out of band
 //	ep, _ := w.Connect(peerAddr, ucp.EPParams{})
 //
@@ -31,9 +31,9 @@
 //
 // # Operations
 //
-// TagSend/TagRecv/TagProbe (64-bit tags with masks), AMSend with
+// TagSend/TagRecv (64-bit tags with masks), AMSend with
 // SetAMHandler, Put/Get with Mem.PackRKey and Endpoint.UnpackRKey,
-// AtomicPost/AtomicFetch, Endpoint.Flush, Worker.Flush and
+// AtomicPost/AtomicFetch (AtomicOp), Endpoint.Flush, Worker.Flush and
 // Endpoint.Close return a *Request immediately. A request completes once;
 // Wait(ctx) progresses the worker until then, Test polls, Cancel cancels
 // a posted receive or a send that has not left, an optional callback runs
@@ -42,6 +42,9 @@
 //
 // TagSendSync is a synchronous send (MPI_Ssend): it always takes the
 // rendezvous protocol, so it completes only after a receive matched it.
+// TagProbe reports an unexpected message without taking it (MPI_Iprobe);
+// TagProbeRemove takes it out of matching for TagRecvMessage
+// (MPI_Improbe).
 //
 // Tag protocols by size, on the endpoint's AM lane: eager short (one
 // AMShort, up to the lane's short limit minus 4 bytes or ShortThresh),
@@ -118,7 +121,8 @@
 // messages from healthy peers are still accepted and queued as
 // unexpected, posted receives stay posted, and every posted receive that
 // could match the failed peer is told once: Wait/Test return
-// ErrProcFailedPending while the request stays pending. ResumeMatching
+// ErrProcFailedPending (a *PendingError, not a final status: see Final)
+// while the request stays pending. ResumeMatching
 // restarts matching in the original order; Purge(ep) closes the endpoint,
 // completes the receives that can only match it with its error, drops its
 // unexpected messages, partial rendezvous transfers and partial active
@@ -155,7 +159,7 @@
 //
 // # Environment
 //
-// NewContext applies these overrides to its Config, in the UCX spirit:
+// NewContext reads these variables:
 //
 //	UCGO_TLS=shm,rc               transports to use (names of Config.Transports)
 //	UCGO_SHORT_THRESH=64          eager short limit (bytes, k/m suffixes)
@@ -167,6 +171,28 @@
 //	UCGO_KEEPALIVE_SILENT=1       fail peers that send no heartbeats (DetectSilentPeers)
 //	UCGO_MATCHING_MODE=suspend|never_suspend
 //	UCGO_THREAD_SAFE=1            workers safe for several goroutines
+//	UCGO_AM_REASSEMBLY_MAX=1g     Config.AMReassemblyMax
+//	UCGO_AM_REASSEMBLY_PEER_MAX=256m  Config.AMReassemblyPeerMax
+//	UCGO_RCACHE_MAX=64m           Config.RcacheMax
+//
+// # Configuration precedence
+//
+// Each Config field takes the first of, highest precedence first:
+//
+//  1. the value the program set in the Config given to NewContext;
+//  2. its UCGO_* environment variable, when the program left the field at
+//     its zero value;
+//  3. the built-in default.
+//
+// This is UCX's order: ucp_config_read fills a configuration from the
+// defaults and the UCX_* environment, and the program's own settings
+// (ucp_config_modify) are applied over it. The environment tunes what the program left open; it never undoes
+// what the program chose. A field set to its zero value (false,
+// ErrorModeNone, RndvGet, MatchingSuspend, 0) cannot be told from an
+// unset one, so the environment may still set it; a program that must
+// keep such a value reads it back from Context.Config. A bad value of a
+// variable is an error (wrapping uct.ErrInvalidParam) even when its field
+// is set. Context.Config returns the configuration in effect.
 //
 // # Concurrency and ownership
 //
@@ -201,10 +227,34 @@
 // Context owns the memory domains, a Worker its ifaces, endpoints,
 // requests and unexpected messages; Close of each is idempotent.
 // Endpoints keep their lanes as a lane set (one uct endpoint and its iface
-// attributes per lane); queued work is bound to no lane, so failover
-// (package failover) can move it by re-picking lanes. Progress polls on
+// attributes per lane); queued work is bound to no lane. Package failover
+// holds the policy and pure logic for moving an endpoint's traffic to
+// another lane when one fails (lane health, sequence numbers, replay);
+// ucp does not use it yet. Progress polls on
 // every call the ifaces that carry a lane, have delivered an event or
 // are cheap to poll (shm); the others (an rc iface of a worker that only
 // talks over shm, whose poll is a system call) every 16384 calls and
 // after every Wait.
+//
+// # Lock order
+//
+// A thread-safe worker has four locks. A goroutine that holds several
+// took them in this order:
+//
+//  1. progMu: one Progress at a time (TryLock: a Progress that finds it
+//     held returns at once);
+//  2. tmu, the transport lock: held while calling into ifaces and uct
+//     endpoints (posting, progress, arming, sleeping in Wait, connecting,
+//     closing a lane);
+//  3. mu, the worker's state lock;
+//  4. amu: the queue of iface errors reported from transports'
+//     goroutines; nothing is taken while it is held.
+//
+// A holder of mu never blocks on tmu: it TryLocks it (canPost) or queues
+// its work for tmu's holder, who sends it before releasing tmu
+// (releaseT). To block on tmu, a goroutine releases mu first (acquireT).
+// uct callbacks run inside a transport's progress, with tmu held, and
+// take mu (lockCB). Request callbacks, error handlers and the closing of
+// detached lanes run with mu released. A single-goroutine worker takes
+// none of these locks except amu.
 package ucp

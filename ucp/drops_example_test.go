@@ -11,15 +11,15 @@ import (
 // A worker that takes active messages in fragments of at most 64 KiB per
 // peer drops a larger one, and says so; the next message arrives.
 func ExampleWorker_SetDropHandler() {
-	ctx, err := NewContext(Config{Transports: []uct.Component{shm.New()}, RndvThresh: 1 << 40, AMReassemblyPeerMax: 64 << 10})
+	uc, err := NewContext(Config{Transports: []uct.Component{shm.New()}, RndvThresh: 1 << 40, AMReassemblyPeerMax: 64 << 10})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer ctx.Close()
-	a, _ := ctx.NewWorker()
+	defer uc.Close()
+	a, _ := uc.NewWorker()
 	defer a.Close()
-	b, _ := ctx.NewWorker()
+	b, _ := uc.NewWorker()
 	defer b.Close()
 	delivered, dropped := 0, 0
 	b.SetAMHandler(1, func(m *AMMessage) {

@@ -54,7 +54,7 @@ func tlsWorld(t testing.TB, tls string, n int, role string, cfg Config, env ...s
 // tlsConfig returns cfg using the transports named by tls.
 func tlsConfig(t testing.TB, cfg Config, tls string) Config {
 	t.Helper()
-	c := Config{Transports: DefaultTransports()}
+	var c Config
 	if err := applyEnv(&c, func(k string) string {
 		if k == EnvTLS {
 			return tls
@@ -241,6 +241,8 @@ func toldPending(t *testing.T, what string, r *Request) {
 	t.Helper()
 	if done, err := r.Test(); done || !errors.Is(err, ErrProcFailedPending) {
 		t.Fatalf("%s: done %v, err %v; want pending with ErrProcFailedPending", what, done, err)
+	} else if pe := (*PendingError)(nil); !errors.As(err, &pe) || pe.Final() || Final(err) {
+		t.Fatalf("%s: %v is not a non-final PendingError", what, err)
 	}
 	pending(t, what+" (second test)", r)
 }
@@ -306,7 +308,7 @@ func testErrKill(t *testing.T, tls string, c errCase, n int) {
 		}
 		r.Release()
 	}
-	if _, ok := w.TagProbe(mkTag(1, tagE), exact, false); !ok {
+	if _, ok := w.TagProbe(mkTag(1, tagE), exact); !ok {
 		t.Fatal("the victim's rendezvous message is not unexpected")
 	}
 
@@ -349,7 +351,7 @@ func testErrKill(t *testing.T, tls string, c errCase, n int) {
 	racing := []*Request{
 		ep1.Get(make([]byte, 1<<20), keys[0].addr, keys[0].key, nil),
 		ep1.Put(pattern(1<<20, 3), keys[0].addr, keys[0].key, nil),
-		ep1.AtomicFetch(uct.AtomicAdd, 1, 0, &old, keys[1].addr, keys[1].key, nil),
+		ep1.AtomicFetch(AtomicAdd, 1, 0, &old, keys[1].addr, keys[1].key, nil),
 		ep1.TagSend(pattern(100, 1), mkTag(0, tagX), nil),
 	}
 	nd.progressUntil("the victim's failure", func() bool { return ep1.Err() != nil })
@@ -372,7 +374,7 @@ func testErrKill(t *testing.T, tls string, c errCase, n int) {
 		ep1.TagSend(pattern(1<<20, 0), mkTag(0, tagX), nil),
 		ep1.Get(make([]byte, 8), keys[0].addr, keys[0].key, nil),
 		ep1.Put(make([]byte, 8), keys[0].addr, keys[0].key, nil),
-		ep1.AtomicPost(uct.AtomicAdd, 1, keys[1].addr, keys[1].key, nil),
+		ep1.AtomicPost(AtomicAdd, 1, keys[1].addr, keys[1].key, nil),
 		ep1.AMSend(amPing, nil, nil, nil),
 		ep1.Flush(nil),
 	} {
@@ -411,7 +413,7 @@ func testErrKill(t *testing.T, tls string, c errCase, n int) {
 		if n == 3 {
 			pending(t, "receive from the survivor", rD)
 		}
-		if _, ok := w.TagProbe(0, 0, false); ok {
+		if _, ok := w.TagProbe(0, 0); ok {
 			t.Fatal("probe found a message while matching is suspended")
 		}
 	case peer: // never suspend: the receive that can only match the victim fails
@@ -447,7 +449,7 @@ func testErrKill(t *testing.T, tls string, c errCase, n int) {
 		if suspend {
 			pending(t, "receive from the survivor while suspended", rD)
 			pending(t, "wildcard receive while suspended", rG)
-			if _, ok := w.TagProbe(0, 0, false); ok {
+			if _, ok := w.TagProbe(0, 0); ok {
 				t.Fatal("probe found a message while matching is suspended")
 			}
 		}
@@ -506,7 +508,7 @@ func testErrKill(t *testing.T, tls string, c errCase, n int) {
 	// can be left, unless the wildcard receive took it.
 	left := 0
 	for {
-		m, ok := w.TagProbe(0, 0, true)
+		m, ok := w.TagProbeRemove(0, 0)
 		if !ok {
 			break
 		}
@@ -737,7 +739,7 @@ func TestErrForceClose(t *testing.T) {
 					ep.TagSend(pattern(100, 1), mkTag(0, tagX), nil),
 					ep.Get(make([]byte, 4096), keys[0].addr, keys[0].key, nil),
 					ep.Put(make([]byte, 4096), keys[0].addr, keys[0].key, nil),
-					ep.AtomicFetch(uct.AtomicAdd, 1, 0, &old, keys[1].addr, keys[1].key, nil),
+					ep.AtomicFetch(AtomicAdd, 1, 0, &old, keys[1].addr, keys[1].key, nil),
 					ep.AMSend(amPing, nil, []byte("x"), nil),
 					ep.Flush(nil))
 				for i, r := range reqs[:4] {

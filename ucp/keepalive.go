@@ -7,29 +7,16 @@ import (
 	"github.com/ucgo/ucgo/uct"
 )
 
-// Keepalive has two parts, both run once per KeepaliveInterval from
-// Progress in ErrorModePeer:
-//
-//   - the transports' own liveness check of every lane (CheckLiveness:
-//     shm asks the kernel whether the peer process exists, rc sends a
-//     zero-length write, which a peer whose provider no longer answers
-//     fails with retry exceeded);
-//   - heartbeats: the worker sends one carrying its interval on every
-//     endpoint each round and counts the rounds in which none arrived
-//     (more than keepaliveMisses rounds if the peer's interval is longer
-//     than ours: the rounds cover keepaliveMisses of the peer's
-//     intervals).
-//
-// With Config.DetectSilentPeers a peer that missed that many rounds is
-// silent and its endpoint fails with an error matching
-// uct.ErrEndpointTimeout. A silent peer is one whose worker sends nothing
-// we receive: it is stopped (SIGSTOP), hung, frozen or cut off, or it
-// does not call Progress (directly or by waiting on a request) for about
-// keepaliveMisses intervals; the last is why detection is off by
-// default. Detection is armed by the peer's first heartbeat, so peers
-// that do not send heartbeats (ErrorModeNone, keepalive disabled) are
-// never judged silent, and rounds that our own worker skipped (it did not
-// progress) are not counted.
+// Keepalive runs once per KeepaliveInterval from Progress in
+// ErrorModePeer: the transports check each lane's peer (CheckLiveness),
+// and the worker sends every endpoint a heartbeat carrying its interval.
+// With Config.DetectSilentPeers, a peer whose heartbeats stop fails with
+// an error matching uct.ErrEndpointTimeout (heartbeat).
+
+// keepaliveMisses is how many keepalive intervals (ours, or the peer's if
+// longer) may pass without a heartbeat from the peer before it is silent.
+// Counting starts at its first heartbeat, so a peer that sends none is
+// never silent, and skips the rounds our worker did not run.
 const keepaliveMisses = 3
 
 // heartbeat is one keepalive round for the healthy endpoint ep (lock
@@ -73,5 +60,47 @@ func (w *Worker) onKeepalive(_ any, data []byte, _ uct.AMFlags) {
 	if ep := w.epByID(dst); ep != nil {
 		ep.kaHeard = true
 		ep.kaPeer = ms
+	}
+}
+
+func (w *Worker) keepaliveTimer(d time.Duration) {
+	defer close(w.kaDone)
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.kaStop:
+			return
+		case <-t.C:
+			w.kaDue.Store(true)
+			w.Wake()
+		}
+	}
+}
+
+// keepalive judges every healthy endpoint's peer, sends it a heartbeat
+// and probes its lanes (lock held).
+func (w *Worker) keepalive() {
+	for _, ep := range w.live {
+		if ep.err != nil || w.heartbeat(ep) {
+			continue
+		}
+		for i := range ep.lanes {
+			ln := &ep.lanes[i]
+			if ln.kaBusy || ln.ep == nil {
+				continue
+			}
+			ln.kaComp.Count = 1
+			ln.kaBusy = true
+			err := ln.ep.CheckLiveness(&ln.kaComp)
+			if err == uct.ErrInProgress {
+				continue
+			}
+			ln.kaBusy = false
+			if err != nil && uct.StatusOf(err).IsEndpointFatal() {
+				w.failEP(ep, err)
+				break
+			}
+		}
 	}
 }

@@ -28,7 +28,7 @@ func (w *Worker) connectLanes(ep *Endpoint, a Address, p EPParams) []error {
 				if local && a.Host != w.ctx.host {
 					continue
 				}
-				uep, err := wi.it.Connect(ia.Addr, p.Timeout)
+				uep, err := wi.it.Connect(ia.Addr, uct.EPParams{Timeout: p.Timeout})
 				if err != nil {
 					errs = append(errs, err)
 					continue

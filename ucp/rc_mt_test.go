@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-
-	"github.com/ucgo/ucgo/uct"
 )
 
 func init() {
@@ -161,7 +159,7 @@ func threadSafeTraffic(t *testing.T, nd *node) {
 				fail("get %d: %d bytes differ from those put", i, n)
 				return
 			}
-			if err := wait(ep.AtomicFetch(uct.AtomicAdd, 1, 0, &old, keys[1].addr, keys[1].key, nil)); err != nil {
+			if err := wait(ep.AtomicFetch(AtomicAdd, 1, 0, &old, keys[1].addr, keys[1].key, nil)); err != nil {
 				fail("atomic %d: %v", i, err)
 				return
 			}

@@ -27,9 +27,10 @@ import (
 // transfers with "retry counter exceeded" when the machine is loaded.
 const epTimeoutEnv = "UCGO_UCP_EP_TIMEOUT"
 
-func testEPParams() uct.EPParams {
+// testEPParams returns the EPParams.Timeout of the tests' endpoints.
+func testEPParams() time.Duration {
 	d, _ := time.ParseDuration(os.Getenv(epTimeoutEnv))
-	return uct.EPParams{Timeout: d}
+	return d
 }
 
 // netnsWorld is world for two ranks over rc across a namespace pair.
@@ -176,7 +177,7 @@ func TestForceCloseRCThreadSafe(t *testing.T) {
 			reqs := []*Request{
 				ep.Get(make([]byte, 1<<20), keys[0].addr, keys[0].key, nil),
 				ep.Put(pattern(300000, 1), keys[0].addr, keys[0].key, nil),
-				ep.AtomicFetch(uct.AtomicAdd, 1, 0, &old, keys[1].addr, keys[1].key, nil),
+				ep.AtomicFetch(AtomicAdd, 1, 0, &old, keys[1].addr, keys[1].key, nil),
 				ep.TagSend(pattern(100000, 2), mkTag(0, tagX), nil),
 				ep.Flush(nil),
 			}

@@ -173,7 +173,7 @@ func (l *reqList) take() []*Request {
 
 // Test reports whether the request completed, and its status. A posted
 // receive told of a pending peer failure reports (false,
-// ErrProcFailedPending) once.
+// ErrProcFailedPending) once: a *PendingError, not a final status.
 func (r *Request) Test() (bool, error) {
 	if r.isDone() {
 		return true, r.err
@@ -220,7 +220,8 @@ func (r *Request) UserData() any { return r.user }
 // Wait progresses the worker until the request completes or ctx ends and
 // returns the request's status. A posted receive told of a pending peer
 // failure returns ErrProcFailedPending once and stays posted; Wait again
-// to keep waiting.
+// to keep waiting. The errors returned while the request is still pending
+// (a *PendingError, or ctx's error) are not final (see Final).
 func (r *Request) Wait(ctx context.Context) error {
 	spins := 0
 	for {
@@ -331,62 +332,4 @@ func (w *Worker) putReq(r *Request) {
 	if len(w.reqFree) < 4096 {
 		w.reqFree = append(w.reqFree, r)
 	}
-}
-
-// complete finishes r with err (lock held). The callback is queued for the
-// end of Progress.
-func (w *Worker) complete(r *Request, err error) {
-	if r.isDone() {
-		return
-	}
-	if r.list != nil {
-		r.list.remove(r)
-	}
-	if r.reg != nil {
-		w.regs.put(r.reg)
-		r.reg = nil
-	}
-	if r.ukey != nil {
-		r.ukey.c.put(r.ukey)
-		r.ukey = nil
-	}
-	if r.slot != 0 {
-		w.slotFree(r.slot)
-		r.slot = 0
-	}
-	r.err = err
-	r.notice = nil
-	r.buf, r.iov[0] = nil, nil
-	if w.safe {
-		r.done.Store(true)
-		if w.asleep {
-			w.Wake() // a Wait sleeps, perhaps for r
-		}
-	} else {
-		r.fin = true
-	}
-	if r.kind == kCtl {
-		w.putReq(r)
-		return
-	}
-	if r.cb != nil {
-		w.doneq.push(r)
-		return
-	}
-	if r.autoRel {
-		w.putReq(r)
-	}
-}
-
-// onComp is the uct completion of r's posted operation(s).
-func (r *Request) onComp(c *uct.Completion) {
-	w := r.w
-	w.lockCB()
-	defer w.unlockCB()
-	err := c.Status
-	c.Status = nil
-	if r.isDone() {
-		return
-	}
-	w.finishChunks(r, err)
 }

@@ -208,23 +208,23 @@ func (ep *Endpoint) rma(kind reqKind, buf []byte, raddr uint64, rkey *RKey, p *P
 
 // AtomicPost applies op (add, and, or, xor) with value to the 64-bit word
 // at raddr.
-func (ep *Endpoint) AtomicPost(op uct.AtomicOp, value, raddr uint64, rkey *RKey, p *Params) *Request {
+func (ep *Endpoint) AtomicPost(op AtomicOp, value, raddr uint64, rkey *RKey, p *Params) *Request {
 	return ep.atomic(kAtomic, op, value, 0, nil, raddr, rkey, p)
 }
 
 // AtomicFetch applies op (add, and, or, xor, swap, cswap) to the 64-bit
 // word at raddr and stores the old value in *result. For cswap, value is
 // stored if the word equals compare.
-func (ep *Endpoint) AtomicFetch(op uct.AtomicOp, value, compare uint64, result *uint64, raddr uint64, rkey *RKey, p *Params) *Request {
+func (ep *Endpoint) AtomicFetch(op AtomicOp, value, compare uint64, result *uint64, raddr uint64, rkey *RKey, p *Params) *Request {
 	return ep.atomic(kAtomicFetch, op, value, compare, result, raddr, rkey, p)
 }
 
-func (ep *Endpoint) atomic(kind reqKind, op uct.AtomicOp, value, compare uint64, result *uint64, raddr uint64, rkey *RKey, p *Params) *Request {
+func (ep *Endpoint) atomic(kind reqKind, op AtomicOp, value, compare uint64, result *uint64, raddr uint64, rkey *RKey, p *Params) *Request {
 	w := ep.w
 	w.lock()
 	defer w.unlock()
 	r := w.getReq(kind, ep, p)
-	r.aop, r.value, r.compare, r.result, r.raddr, r.rkey = op, value, compare, result, raddr, rkey
+	r.aop, r.value, r.compare, r.result, r.raddr, r.rkey = op.uct(), value, compare, result, raddr, rkey
 	ep.post(r)
 	return r
 }

@@ -80,35 +80,6 @@ func (w *Worker) rndvMove(r *Request, ep *Endpoint, put bool, buf []byte, raddr 
 	w.startChunks(r, ep.rmaLane, put, buf, raddr, k.key)
 }
 
-// failRndv completes rendezvous request r with err, tells the peer and
-// fails the endpoint if err is fatal to it (lock held).
-func (w *Worker) failRndv(r *Request, err error) {
-	w.nackRndv(r, err)
-	w.complete(r, opErr(kindOp[r.kind], r.peerName(), err))
-	if r.ep != nil && uct.StatusOf(err).IsEndpointFatal() {
-		w.failEP(r.ep, err)
-	}
-}
-
-// nackRndv tells the peer that the data transfer of rendezvous request r
-// failed with err (lock held): a receiver answers ATS, a sender that PUTs
-// answers ATP.
-func (w *Worker) nackRndv(r *Request, err error) {
-	if r.peerReq == 0 {
-		return
-	}
-	ep, id := r.ep, uint8(amATP)
-	if r.kind == kTagRecv || r.kind == kAMRecv {
-		ep, id = r.rndvSrc, amATS
-	} else if r.kind != kTagSend {
-		return
-	}
-	if ep == nil || ep.err != nil || ep.closed {
-		return
-	}
-	ep.ctl(id, (&ack{dst: ep.rid, req: r.peerReq, status: uint8(uct.StatusOf(err))}).encode)
-}
-
 // startChunks moves buf to or from the peer's memory at raddr under key
 // k on lane i of r.ep (PUT or GET zcopy), in chunks of the lane's zcopy
 // limit (lock held). r finishes through finishChunks: stepDone once every
@@ -209,16 +180,6 @@ func (w *Worker) postChunks(r *Request) {
 	w.finishChunks(r, err)
 }
 
-// finishChunks finishes r after its chunks completed with err (lock
-// held).
-func (w *Worker) finishChunks(r *Request, err error) {
-	if err != nil {
-		w.failRndv(r, err)
-		return
-	}
-	w.stepDone(r)
-}
-
 // resumeStalled posts the chunks left of ep's stalled transfers, oldest
 // first (lock held). It reports whether none is left.
 func (w *Worker) resumeStalled(ep *Endpoint) (int, bool) {
@@ -234,6 +195,16 @@ func (w *Worker) resumeStalled(ep *Endpoint) (int, bool) {
 		}
 	}
 	return n, true
+}
+
+// finishChunks finishes r after its chunks completed with err (lock
+// held).
+func (w *Worker) finishChunks(r *Request, err error) {
+	if err != nil {
+		w.failRndv(r, err)
+		return
+	}
+	w.stepDone(r)
 }
 
 // stepDone finishes r after its posted uct operations completed (lock
@@ -268,6 +239,35 @@ func (w *Worker) completeRecvLen(r *Request) {
 		return
 	}
 	w.complete(r, nil)
+}
+
+// failRndv completes rendezvous request r with err, tells the peer and
+// fails the endpoint if err is fatal to it (lock held).
+func (w *Worker) failRndv(r *Request, err error) {
+	w.nackRndv(r, err)
+	w.complete(r, opErr(kindOp[r.kind], r.peerName(), err))
+	if r.ep != nil && uct.StatusOf(err).IsEndpointFatal() {
+		w.failEP(r.ep, err)
+	}
+}
+
+// nackRndv tells the peer that the data transfer of rendezvous request r
+// failed with err (lock held): a receiver answers ATS, a sender that PUTs
+// answers ATP.
+func (w *Worker) nackRndv(r *Request, err error) {
+	if r.peerReq == 0 {
+		return
+	}
+	ep, id := r.ep, uint8(amATP)
+	if r.kind == kTagRecv || r.kind == kAMRecv {
+		ep, id = r.rndvSrc, amATS
+	} else if r.kind != kTagSend {
+		return
+	}
+	if ep == nil || ep.err != nil || ep.closed {
+		return
+	}
+	ep.ctl(id, (&ack{dst: ep.rid, req: r.peerReq, status: uint8(uct.StatusOf(err))}).encode)
 }
 
 // rndvAcked returns the request that an ATS (recv false: one of our

@@ -1,18 +1,49 @@
 package ucp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/ucgo/ucgo/uct"
 )
 
-// ErrProcFailedPending is reported (not as a completion) to a posted
-// receive that could match an endpoint that failed while matching is
-// suspended (ULFM's MPI_ERR_PROC_FAILED_PENDING). The receive stays
-// posted: Request.Wait returns it once, then waits on. ResumeMatching or
-// Purge decide what happens next.
-var ErrProcFailedPending = errors.New("ucp: peer failure pending")
+// PendingError is an error that Request.Wait and Request.Test return while
+// the request is still pending: it is a notice, not the request's status.
+// The request completes later with a final status; call Wait again to
+// wait for it. Match it with errors.As, or ask any error with Final:
+//
+//	var pe *ucp.PendingError
+//	for err := r.Wait(c); errors.As(err, &pe); err = r.Wait(c) {
+//		// a peer failed; ResumeMatching or Purge decide the receive's fate
+//	}
+type PendingError struct {
+	msg string
+}
+
+func (e *PendingError) Error() string { return e.msg }
+
+// Final reports false: the request has not completed.
+func (e *PendingError) Final() bool { return false }
+
+// ErrProcFailedPending is the PendingError reported to a posted receive
+// that could match an endpoint that failed while matching is suspended
+// (ULFM's MPI_ERR_PROC_FAILED_PENDING). The receive stays posted:
+// Request.Wait returns it once, then waits on. ResumeMatching or Purge
+// decide what happens next.
+var ErrProcFailedPending error = &PendingError{msg: "ucp: peer failure pending"}
+
+// Final reports whether err, returned by Request.Wait or Request.Test, is
+// the request's final status: false for a PendingError (the request is
+// still pending) and for a context's error returned by Wait when the
+// context ended first, true otherwise (nil included).
+func Final(err error) bool {
+	var pe *PendingError
+	if errors.As(err, &pe) {
+		return false
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
 
 // ErrPeerFailed is uct.ErrPeerFailed: requests that can only be served by
 // a dead peer complete with an error matching it (errors.Is).
@@ -36,13 +67,6 @@ func (e *Error) Error() string {
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
-
-func opErr(op, peer string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &Error{Op: op, Peer: peer, Err: err}
-}
 
 // TruncatedError says that a message did not fit its receive buffer. It
 // matches uct.ErrMessageTruncated.

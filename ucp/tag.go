@@ -146,16 +146,32 @@ func (w *Worker) srcFailed(s match.Src) error {
 	return opErr("tag_recv", "", uct.ErrPeerFailed)
 }
 
-// Message is an unexpected message taken by TagProbe with remove.
+// Message is an unexpected message taken out of matching by
+// TagProbeRemove; TagRecvMessage receives it.
 type Message struct {
 	u    *unexp
 	Info Info
 }
 
-// TagProbe looks for an unexpected message matching tag/mask. With remove
-// it takes the message out of matching; receive it with TagRecvMessage.
+// TagProbe reports whether an unexpected message matches tag/mask, and
+// what is known of it, leaving it to be matched by a receive (MPI_Iprobe).
 // While matching is suspended it finds nothing.
-func (w *Worker) TagProbe(tag, mask uint64, remove bool) (*Message, bool) {
+func (w *Worker) TagProbe(tag, mask uint64) (Info, bool) {
+	m, ok := w.probe(tag, mask, false)
+	if !ok {
+		return Info{}, false
+	}
+	return m.Info, true
+}
+
+// TagProbeRemove takes the first unexpected message matching tag/mask out
+// of matching (MPI_Improbe); receive it with TagRecvMessage. While
+// matching is suspended it finds nothing.
+func (w *Worker) TagProbeRemove(tag, mask uint64) (*Message, bool) {
+	return w.probe(tag, mask, true)
+}
+
+func (w *Worker) probe(tag, mask uint64, remove bool) (*Message, bool) {
 	w.lock()
 	defer w.unlock()
 	msg := w.m.Probe(tag, mask, remove)
@@ -174,7 +190,7 @@ func (w *Worker) TagProbe(tag, mask uint64, remove bool) (*Message, bool) {
 	return m, true
 }
 
-// TagRecvMessage receives a message taken by TagProbe(remove=true).
+// TagRecvMessage receives a message taken by TagProbeRemove.
 func (w *Worker) TagRecvMessage(buf []byte, m *Message, p *Params) *Request {
 	w.lock()
 	defer w.unlock()

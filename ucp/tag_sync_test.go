@@ -84,7 +84,7 @@ func TestTagSendSync(t *testing.T) {
 				nd.must(nd.wait(r))
 				// The reply was sent after the synchronous message, on the
 				// same lane: its announcement is here, unexpected.
-				if _, ok := nd.w.TagProbe(mkTag(1, tagSyncMsg), exact, false); !ok {
+				if _, ok := nd.w.TagProbe(mkTag(1, tagSyncMsg), exact); !ok {
 					t.Fatalf("size %d: no unexpected synchronous message", n)
 				}
 				if st := ask(tagSyncQuery); st != 1 {

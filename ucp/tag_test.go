@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/ucgo/ucgo/uct"
@@ -185,14 +184,19 @@ func TestTagProbe(t *testing.T) {
 	for i, n := range []int{50, 100000} {
 		tag := uint32(500 + i)
 		nd.must(nd.wait(ep.TagSend(pattern(n, 9), mkTag(0, tag), nil)))
-		if m, ok := nd.w.TagProbe(mkTag(1, 999), exact, false); ok {
-			t.Fatalf("probe found %+v", m.Info)
+		if info, ok := nd.w.TagProbe(mkTag(1, 999), exact); ok {
+			t.Fatalf("probe found %+v", info)
 		}
 		var m *Message
 		ctx, cancel := testCtx()
 		for {
-			var ok bool
-			if m, ok = nd.w.TagProbe(mkTag(0, tag), 0xffffffff, true); ok {
+			if info, ok := nd.w.TagProbe(mkTag(0, tag), 0xffffffff); ok {
+				if info.Length != n || info.Tag != mkTag(1, tag) {
+					t.Fatalf("peek info %+v", info)
+				}
+				if m, ok = nd.w.TagProbeRemove(mkTag(0, tag), 0xffffffff); !ok {
+					t.Fatal("peeked message not found by TagProbeRemove")
+				}
 				break
 			}
 			nd.w.Progress()
@@ -204,7 +208,7 @@ func TestTagProbe(t *testing.T) {
 		if m.Info.Length != n || m.Info.Tag != mkTag(1, tag) || m.Info.Sender != ep {
 			t.Fatalf("probe info %+v", m.Info)
 		}
-		if _, ok := nd.w.TagProbe(mkTag(0, tag), 0xffffffff, false); ok {
+		if _, ok := nd.w.TagProbe(mkTag(0, tag), 0xffffffff); ok {
 			t.Fatal("removed message still probed")
 		}
 		buf := make([]byte, n)
@@ -250,31 +254,4 @@ func TestCancelRecvAndCallback(t *testing.T) {
 	nd.must(nd.wait(nd.w.TagRecv(in, mkTag(1, 78), exact, nil)))
 	nd.quit(1)
 	nd.exitOK(1)
-}
-
-func ExampleEndpoint_TagSend() {
-	ctx, _ := NewContext(Config{})
-	defer ctx.Close()
-	a, _ := ctx.NewWorker()
-	defer a.Close()
-	b, _ := ctx.NewWorker()
-	defer b.Close()
-	ep, err := a.Connect(b.Address(), EPParams{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	recv := b.TagRecv(make([]byte, 64), 42, ^uint64(0), nil)
-	send := ep.TagSend([]byte("hello"), 42, nil)
-	c, cancel := testCtx()
-	defer cancel()
-	for !recv.Done() || !send.Done() {
-		a.Progress()
-		b.Progress()
-		if c.Err() != nil {
-			return
-		}
-	}
-	fmt.Println(recv.Err(), recv.Info().Length, send.Err())
-	// Output: <nil> 5 <nil>
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -72,86 +71,46 @@ type Worker struct {
 	uuid   uint64
 	ifaces []*wiface
 	addr   []byte
+	m      *match.Matcher
 
-	eps     []*Endpoint // by id; nil when closed
-	live    []*Endpoint // open endpoints
-	byUUID  map[uint64]*Endpoint
-	m       *match.Matcher
-	reqFree []*Request
-	unFree  []*unexp
-	doneq   reqList
-	backlog []*Endpoint
-	errq    []*Endpoint // endpoints whose error callback is due
+	// The worker's state by concern (worker_rooms.go); their fields are
+	// used through the worker (w.eps, w.slots, ...).
+	epTable       // endpoints by id, backlog, error queue, purged statuses
+	rndvTable     // rendezvous requests waiting for the peer, by slot
+	amAssembly    // AM handlers, fragments being assembled, eager messages
+	transportLock // the locks of a thread-safe worker (worker_lock.go)
+	asyncErrs     // iface errors reported from other goroutines
+	ifacePoll     // which idle ifaces to poll (lanes.go)
+	kaState       // keepalive timer (keepalive.go)
 
-	// rendezvous slots: requests waiting for an ATS/RTR/ATP, by index.
-	slots     []*Request
-	slotGen   []uint32
-	freeSlots []uint32
-
-	am      map[uint16]AMHandler
-	amSeq   uint64       // id of our last multi-fragment active message
-	amFrags *match.Queue // active messages being assembled, by (source, id)
-	amBufs  [][]byte     // assembly buffers no handler kept
-	amMsg   *AMMessage   // given to eager handlers (eagerMsg)
-	drops   dropState    // reassembly accounting, drop handler (drops.go)
-	rx      rxInfo       // source of the wireup being handled (lanebind.go)
-
-	regs *regCache // rendezvous registrations
+	drops dropState  // reassembly accounting, drop handler (drops.go)
+	rx    rxInfo     // source of the wireup being handled (lanebind.go)
+	regs  *regCache  // rendezvous registrations
+	evd   eventDrain // events.go
 
 	flushers []*Request // worker and endpoint flush/close requests
 
-	// laneClose holds the uct endpoints of closed lanes until unlock
-	// closes them: closing one runs its outstanding completions, whose
-	// handlers lock the worker.
-	laneClose []uct.Endpoint
-
-	// A thread-safe worker has three locks (see "Concurrency and
-	// ownership" in doc.go): mu guards its state; tmu is the transport
-	// lock, held by whoever calls into the ifaces and their endpoints,
-	// also while sleeping in Wait; progMu lets one Progress run at a
-	// time. Blocking order: progMu, tmu, mu; a holder of mu only
-	// TryLocks tmu (canPost).
-	safe       bool
-	mu         sync.Mutex
-	tmu        sync.Mutex
-	progMu     sync.Mutex
-	inProgress bool
-	tstate     uint8 // the transport access of mu's holder (tNone...)
-	asleep     bool  // (mu) a Wait sleeps holding tmu
-	tWant      int   // (mu) goroutines blocked on tmu that want it soon
-
-	amu    sync.Mutex
-	async  []asyncErr
-	asyncN atomic.Int32
-	evd    eventDrain // events.go
-
-	idleTick uint32      // Progress calls, for polling idle ifaces
-	pollIdle atomic.Bool // poll idle ifaces on the next Progress
-
-	kaDue  atomic.Bool
-	kaStop chan struct{}
-	kaDone chan struct{}
+	// The request pool, fields of the worker itself since every operation
+	// takes from it (getReq and getUnexp stay small enough to inline).
+	reqFree []*Request
+	unFree  []*unexp
+	doneq   reqList // completed requests with a callback, run by Progress
 
 	// ignoreIfaceErrors makes the worker rely on keepalive alone (tests).
 	ignoreIfaceErrors atomic.Bool
 	stats             WorkerStats
 	chunkStalls       int // chunked transfers that met back-pressure (tests)
-	// goneErr is the status of the receives that only a purged endpoint,
-	// or a failed one that was closed, could match (by matcher source,
-	// i.e. endpoint id); entries go when the matcher forgets the source
-	// (forgetGoneErr). Without SourceTagMask no receive can only match
-	// one endpoint and goneErr stays empty.
-	goneErr map[match.Src]error
-	closed  bool
+	closed            bool
 }
 
 // NewWorker creates a worker with one iface per transport of the context.
 func (c *Context) NewWorker() (*Worker, error) {
 	var rb [8]byte
 	rand.Read(rb[:])
-	w := &Worker{ctx: c, cfg: c.cfg, uuid: binary.LittleEndian.Uint64(rb[:]) | 1, byUUID: map[uint64]*Endpoint{},
-		am: map[uint16]AMHandler{}, safe: c.cfg.ThreadSafe, eps: []*Endpoint{nil}, regs: newRegCache(c.cfg.RcacheMax),
-		amFrags: match.NewQueue(), goneErr: map[match.Src]error{}}
+	w := &Worker{ctx: c, cfg: c.cfg, uuid: binary.LittleEndian.Uint64(rb[:]) | 1, regs: newRegCache(c.cfg.RcacheMax),
+		epTable:       epTable{eps: []*Endpoint{nil}, byUUID: map[uint64]*Endpoint{}, goneErr: map[match.Src]error{}},
+		amAssembly:    amAssembly{am: map[uint16]AMHandler{}, amFrags: match.NewQueue()},
+		transportLock: transportLock{safe: c.cfg.ThreadSafe}}
 	mm := match.Suspend
 	if c.cfg.MatchingMode == MatchingNeverSuspend {
 		mm = match.NeverSuspend
@@ -185,158 +144,6 @@ func (c *Context) NewWorker() (*Worker, error) {
 		go w.keepaliveTimer(c.cfg.KeepaliveInterval)
 	}
 	return w, nil
-}
-
-// Transport access of the goroutine holding a thread-safe worker's
-// lock (Worker.tstate).
-const (
-	tNone = iota // not tried: canPost tries to take tmu
-	tMine        // taken by canPost or lockT: unlock releases it
-	tHeld        // held around this call by the goroutine (Progress, a uct callback)
-	tBusy        // held by another goroutine, or by this one outside this call: work is queued
-)
-
-// lock takes the worker's lock (thread-safe worker). Operations call it;
-// uct callbacks call lockCB instead.
-func (w *Worker) lock() {
-	if w.safe {
-		w.mu.Lock()
-	}
-}
-
-// lockCB takes the worker's lock inside a uct callback (AM handler,
-// completion), which runs while its goroutine holds the transport lock:
-// the callback may post at once.
-func (w *Worker) lockCB() {
-	if w.safe {
-		w.mu.Lock()
-		w.tstate = tHeld
-	}
-}
-
-// unlockCB releases lockCB's lock. Lanes closed meanwhile are closed by
-// the holder of the transport lock before it releases it.
-func (w *Worker) unlockCB() {
-	if !w.safe {
-		w.closeDetached()
-		return
-	}
-	w.tstate = tNone
-	w.mu.Unlock()
-}
-
-// lockT takes the transport lock, then the worker's, for operations that
-// must call into the transports at once (Connect, Close). It blocks, so it
-// must not run inside a uct callback.
-func (w *Worker) lockT() {
-	if w.safe {
-		w.acquireT()
-		w.mu.Lock()
-		w.tstate = tMine
-	}
-}
-
-// canPost reports whether the holder of the worker's lock may call into
-// the transports now (always in a single-goroutine worker). A thread-safe
-// worker takes the transport lock if it is free; if not, the caller
-// queues its work for the lock's holder, which sends it before releasing
-// the lock (releaseT).
-func (w *Worker) canPost() bool {
-	if !w.safe {
-		return true
-	}
-	switch w.tstate {
-	case tNone:
-		if w.tmu.TryLock() {
-			w.tstate = tMine
-			return true
-		}
-		w.tstate = tBusy
-		return false
-	case tBusy:
-		return false
-	}
-	return true
-}
-
-// unlock releases the worker's lock, then closes the uct endpoints of
-// lanes closed meanwhile: their outstanding completions run and lock the
-// worker again. A thread-safe worker closes them only while it holds the
-// transport lock, since a transport's progress and the endpoint's close
-// must not run at once; when another goroutine holds it, that goroutine
-// closes them before it releases the lock.
-func (w *Worker) unlock() {
-	if !w.safe {
-		w.closeDetached()
-		return
-	}
-	if w.tstate != tMine && (len(w.laneClose) == 0 || !w.tmu.TryLock()) {
-		if len(w.laneClose) != 0 && w.asleep {
-			w.Wake() // the sleeper closes them
-		}
-		w.tstate = tNone
-		w.mu.Unlock()
-		return
-	}
-	w.releaseT()
-}
-
-// releaseT releases the transport lock and the worker's lock of a
-// thread-safe worker (both held): it first sends the work queued by
-// goroutines that could not take the transport lock and closes detached
-// lanes (worker lock released meanwhile), so nothing waits for a lock
-// nobody holds. Work that meets back-pressure stays in the backlog for
-// Progress.
-func (w *Worker) releaseT() {
-	for {
-		if len(w.backlog) != 0 {
-			w.tstate = tHeld
-			w.drainBacklog()
-		}
-		w.tstate = tNone
-		if len(w.laneClose) == 0 {
-			w.tmu.Unlock()
-			w.mu.Unlock()
-			return
-		}
-		eps := w.laneClose
-		w.laneClose = nil
-		w.mu.Unlock()
-		for _, e := range eps {
-			e.Close()
-		}
-		w.mu.Lock()
-	}
-}
-
-// acquireT takes the transport lock of a thread-safe worker (worker lock
-// not held), waking a goroutine that sleeps in Wait holding it.
-func (w *Worker) acquireT() {
-	if w.tmu.TryLock() {
-		return
-	}
-	w.mu.Lock()
-	w.tWant++
-	if w.asleep {
-		w.Wake()
-	}
-	w.mu.Unlock()
-	w.tmu.Lock()
-	w.mu.Lock()
-	w.tWant--
-	w.mu.Unlock()
-}
-
-// closeDetached closes the uct endpoints of closed lanes (single-goroutine
-// worker, lock released).
-func (w *Worker) closeDetached() {
-	for len(w.laneClose) > 0 {
-		eps := w.laneClose
-		w.laneClose = nil
-		for _, e := range eps {
-			e.Close()
-		}
-	}
 }
 
 // Address returns the packed worker address to hand to peers out of band.
@@ -558,58 +365,6 @@ func (w *Worker) handleAsync() int {
 	return len(evs)
 }
 
-func (w *Worker) keepaliveTimer(d time.Duration) {
-	defer close(w.kaDone)
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-w.kaStop:
-			return
-		case <-t.C:
-			w.kaDue.Store(true)
-			w.Wake()
-		}
-	}
-}
-
-// keepalive judges every healthy endpoint's peer, sends it a heartbeat
-// and probes its lanes (lock held).
-func (w *Worker) keepalive() {
-	for _, ep := range w.live {
-		if ep.err != nil || w.heartbeat(ep) {
-			continue
-		}
-		for i := range ep.lanes {
-			ln := &ep.lanes[i]
-			if ln.kaBusy || ln.ep == nil {
-				continue
-			}
-			ln.kaComp.Count = 1
-			ln.kaBusy = true
-			err := ln.ep.CheckLiveness(&ln.kaComp)
-			if err == uct.ErrInProgress {
-				continue
-			}
-			ln.kaBusy = false
-			if err != nil && uct.StatusOf(err).IsEndpointFatal() {
-				w.failEP(ep, err)
-				break
-			}
-		}
-	}
-}
-
-// Flush returns a request that completes when every operation started on
-// every endpoint of the worker so far has completed.
-func (w *Worker) Flush(p *Params) *Request {
-	w.lock()
-	defer w.unlock()
-	r := w.getReq(kFlush, nil, p)
-	w.flushers = append(w.flushers, r)
-	return r
-}
-
 // ResumeMatching acknowledges every pending endpoint failure and restarts
 // tag matching in the original order: posted receives, oldest first, each
 // take their earliest matching unexpected message.
@@ -669,38 +424,4 @@ func (w *Worker) Close() error {
 		err = multierr.Append(err, wi.it.Close())
 	}
 	return err
-}
-
-// slotAlloc stores r in the rendezvous table and returns its id
-// (generation << 32 | index + 1).
-func (w *Worker) slotAlloc(r *Request) uint64 {
-	var i uint32
-	if n := len(w.freeSlots); n > 0 {
-		i = w.freeSlots[n-1]
-		w.freeSlots = w.freeSlots[:n-1]
-	} else {
-		i = uint32(len(w.slots))
-		w.slots = append(w.slots, nil)
-		w.slotGen = append(w.slotGen, 0)
-	}
-	w.slotGen[i]++
-	w.slots[i] = r
-	return uint64(w.slotGen[i])<<32 | uint64(i+1)
-}
-
-func (w *Worker) slotGet(id uint64) *Request {
-	i := uint32(id) - 1
-	if uint32(id) == 0 || int(i) >= len(w.slots) || w.slotGen[i] != uint32(id>>32) {
-		return nil
-	}
-	return w.slots[i]
-}
-
-func (w *Worker) slotFree(id uint64) {
-	i := uint32(id) - 1
-	if uint32(id) == 0 || int(i) >= len(w.slots) || w.slotGen[i] != uint32(id>>32) || w.slots[i] == nil {
-		return
-	}
-	w.slots[i] = nil
-	w.freeSlots = append(w.freeSlots, i)
 }

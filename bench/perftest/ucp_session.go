@@ -28,7 +28,7 @@ type ucpSession struct {
 	test      *testDef
 	initiator bool
 
-	ctx  *ucp.Context
+	uc   *ucp.Context
 	w    *ucp.Worker
 	ep   *ucp.Endpoint
 	mem  *ucp.Mem
@@ -76,14 +76,14 @@ func newUCPSession(cfg *config, test *testDef, initiator bool) (_ *ucpSession, e
 			s.Close()
 		}
 	}()
-	uc := ucp.Config{Transports: []uct.Component{comp}}
+	ucfg := ucp.Config{Transports: []uct.Component{comp}}
 	if cfg.ErrMode == "peer" {
-		uc.ErrorMode = ucp.ErrorModePeer
+		ucfg.ErrorMode = ucp.ErrorModePeer
 	}
-	if s.ctx, err = ucp.NewContext(uc); err != nil {
+	if s.uc, err = ucp.NewContext(ucfg); err != nil {
 		return nil, err
 	}
-	if s.w, err = s.ctx.NewWorker(); err != nil {
+	if s.w, err = s.uc.NewWorker(); err != nil {
 		return nil, err
 	}
 	sizes := test.sizes(cfg.Sizes)
@@ -122,7 +122,7 @@ func (s *ucpSession) connect(peer setup) error {
 	if peer.MemLen < uint64(s.dataLen+64) {
 		return fmt.Errorf("peer buffer of %d bytes, need %d: %w", peer.MemLen, s.dataLen+64, ErrFormat)
 	}
-	p := ucp.EPParams{Timeout: uct.EPParams{Timeout: epTimeout}}
+	p := ucp.EPParams{Timeout: epTimeout}
 	if s.cfg.ErrMode == "peer" {
 		p.ErrorHandler = s.onError
 	}
@@ -164,8 +164,8 @@ func (s *ucpSession) Close() error {
 	if s.w != nil {
 		err = multierr.Append(err, s.w.Close())
 	}
-	if s.ctx != nil {
-		err = multierr.Append(err, s.ctx.Close())
+	if s.uc != nil {
+		err = multierr.Append(err, s.uc.Close())
 	}
 	if s.cancel != nil {
 		s.cancel()

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/ucgo/ucgo/ucp"
-	"github.com/ucgo/ucgo/uct"
 )
 
 // The ucp tests. As the uct tests, each runs iters iterations on both
@@ -218,7 +217,7 @@ func ucpAMBW(s *ucpSession, size, iters int) error {
 func ucpAdd(s *ucpSession, _, iters int) error {
 	if s.initiator {
 		for i := 0; i < iters; i++ {
-			if err := s.push(s.ep.AtomicPost(uct.AtomicAdd, 1, s.raddr+uint64(s.dataLen), s.rkey, nil)); err != nil {
+			if err := s.push(s.ep.AtomicPost(ucp.AtomicAdd, 1, s.raddr+uint64(s.dataLen), s.rkey, nil)); err != nil {
 				return fmt.Errorf("atomic add: %w", err)
 			}
 			s.mark(i)
@@ -229,7 +228,7 @@ func ucpAdd(s *ucpSession, _, iters int) error {
 
 // ucpFetch runs one fetching atomic on the peer's second counter to
 // completion.
-func (s *ucpSession) ucpFetch(op uct.AtomicOp, value, compare uint64) error {
+func (s *ucpSession) ucpFetch(op ucp.AtomicOp, value, compare uint64) error {
 	err := s.wait(s.ep.AtomicFetch(op, value, compare, &s.result, s.raddr+uint64(s.dataLen+8), s.rkey, nil))
 	if err != nil {
 		return fmt.Errorf("atomic fetch: %w", err)
@@ -241,7 +240,7 @@ func (s *ucpSession) ucpFetch(op uct.AtomicOp, value, compare uint64) error {
 func ucpFAdd(s *ucpSession, _, iters int) error {
 	if s.initiator {
 		for i := 0; i < iters; i++ {
-			if err := s.ucpFetch(uct.AtomicAdd, 1, 0); err != nil {
+			if err := s.ucpFetch(ucp.AtomicAdd, 1, 0); err != nil {
 				return err
 			}
 			s.mark(i)
@@ -254,7 +253,7 @@ func ucpFAdd(s *ucpSession, _, iters int) error {
 func ucpCSwap(s *ucpSession, _, iters int) error {
 	if s.initiator {
 		for i := 0; i < iters; i++ {
-			if err := s.ucpFetch(uct.AtomicCSwap, s.cswapOld+1, s.cswapOld); err != nil {
+			if err := s.ucpFetch(ucp.AtomicCSwap, s.cswapOld+1, s.cswapOld); err != nil {
 				return err
 			}
 			if s.result == s.cswapOld {

@@ -81,12 +81,12 @@ func printConfig(out io.Writer, environ []string) error {
 			env[k] = v
 		}
 	}
-	ctx, err := ucp.NewContext(ucp.Config{})
+	uc, err := ucp.NewContext(ucp.Config{})
 	if err != nil {
 		return fmt.Errorf("the environment's configuration is refused: %w", err)
 	}
-	cfg := ctx.Config()
-	ctx.Close()
+	cfg := uc.Config()
+	uc.Close()
 	source := func(name string) string {
 		if v, ok := env[name]; ok && v != "" {
 			delete(env, name)

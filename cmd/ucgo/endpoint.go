@@ -61,12 +61,12 @@ func printEndpoint(out io.Writer, peer string) error {
 		}
 		peerAddr = b
 	}
-	ctx, err := ucp.NewContext(ucp.Config{})
+	uc, err := ucp.NewContext(ucp.Config{})
 	if err != nil {
 		return err
 	}
-	defer ctx.Close()
-	w, err := ctx.NewWorker()
+	defer uc.Close()
+	w, err := uc.NewWorker()
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,90 @@
+package ucp
+
+import "github.com/ucgo/ucgo/uct"
+
+// Request completion. Every request completes here, once: by its
+// operation's last step, by its uct completion (onComp), or, when its
+// endpoint fails or closes first, with the endpoint's status
+// (completeEP). Its status is an *Error naming the operation (opErr).
+
+// opErr is the status of a request of operation op towards peer that
+// failed with err; nil for nil.
+func opErr(op, peer string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{Op: op, Peer: peer, Err: err}
+}
+
+// completeEP completes ep's requests (lock held): those still queued
+// with queued, those stalled or in flight with inflight. The latter are
+// zombies: their uct completions may still arrive and find them done.
+func (w *Worker) completeEP(ep *Endpoint, queued, inflight error) {
+	for _, r := range ep.queue.take() {
+		w.complete(r, opErr(kindOp[r.kind], ep.name, queued))
+	}
+	for _, l := range []*reqList{&ep.stalled, &ep.inflight} {
+		for _, r := range l.take() {
+			r.zombie = true
+			w.complete(r, opErr(kindOp[r.kind], ep.name, inflight))
+		}
+	}
+}
+
+// complete finishes r with err (lock held). The callback is queued for the
+// end of Progress.
+func (w *Worker) complete(r *Request, err error) {
+	if r.isDone() {
+		return
+	}
+	if r.list != nil {
+		r.list.remove(r)
+	}
+	if r.reg != nil {
+		w.regs.put(r.reg)
+		r.reg = nil
+	}
+	if r.ukey != nil {
+		r.ukey.c.put(r.ukey)
+		r.ukey = nil
+	}
+	if r.slot != 0 {
+		w.slotFree(r.slot)
+		r.slot = 0
+	}
+	r.err = err
+	r.notice = nil
+	r.buf, r.iov[0] = nil, nil
+	if w.safe {
+		r.done.Store(true)
+		if w.asleep {
+			w.Wake() // a Wait sleeps, perhaps for r
+		}
+	} else {
+		r.fin = true
+	}
+	if r.kind == kCtl {
+		w.putReq(r)
+		return
+	}
+	if r.cb != nil {
+		w.doneq.push(r)
+		return
+	}
+	if r.autoRel {
+		w.putReq(r)
+	}
+}
+
+// onComp is the uct completion of r's posted operation(s).
+func (r *Request) onComp(c *uct.Completion) {
+	w := r.w
+	w.lockCB()
+	defer w.unlockCB()
+	err := c.Status
+	c.Status = nil
+	if r.isDone() {
+		return
+	}
+	w.finishChunks(r, err)
+}
