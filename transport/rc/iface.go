@@ -14,6 +14,7 @@ import (
 
 	"github.com/ucgo/ucgo/transport/rc/verbs"
 	"github.com/ucgo/ucgo/uct"
+	"github.com/ucgo/ucgo/uct/uctkit"
 )
 
 // Sizes of an iface's queues and buffers.
@@ -64,8 +65,8 @@ type Iface struct {
 	wakeFD    int
 
 	events   *uct.EventQueue
-	errh     uct.ErrorHandlerSlot
-	notifier uct.Notifier
+	errh     uctkit.ErrorHandlerSlot
+	notifier uctkit.Notifier
 
 	am [uct.MaxAMID + 1]struct {
 		h   uct.AMHandler

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ucgo/ucgo/uct"
+	"github.com/ucgo/ucgo/uct/uctkit"
 )
 
 // The iface: one shared segment with a receive FIFO, the AM handler table,
@@ -41,10 +42,10 @@ type Iface struct {
 	addr    []byte
 	handler [uct.MaxAMID + 1]amEntry
 
-	errh   uct.ErrorHandlerSlot
+	errh   uctkit.ErrorHandlerSlot
 	events uct.EventQueue
-	notify uct.Notifier
-	watch  uct.DeviceWatchers
+	notify uctkit.Notifier
+	watch  uctkit.DeviceWatchers
 	woken  atomic.Uint32
 	// pendingN counts requests queued on all endpoints, so Progress skips
 	// the endpoint scan (and its lock) when there are none.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ucgo/ucgo/internal/roce"
 	"github.com/ucgo/ucgo/uct"
+	"github.com/ucgo/ucgo/uct/uctkit"
 )
 
 // MTU is the IB path MTU enumeration (ibv_mtu).
@@ -148,7 +149,7 @@ type Device struct {
 	sock   *socket
 	events *uct.EventQueue
 	// Watchers are told about port up and down.
-	Watchers uct.DeviceWatchers
+	Watchers uctkit.DeviceWatchers
 
 	mrs    map[uint32]*MR
 	qps    map[uint32]*QP
