@@ -12,6 +12,7 @@ import (
 	"go.uber.org/multierr"
 	"golang.org/x/sys/unix"
 
+	"github.com/ucgo/ucgo/internal/fd"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -25,7 +26,7 @@ type Endpoint struct {
 	name    string
 	seg     []byte
 	tx      ring
-	pidfd   int
+	pidfd   *fd.FD
 	keys    peerKeyTable // the peer's key table
 	watch   *os.File     // a duplicate of pidfd in Go's network poller; nil: polled
 	err     atomic.Pointer[error]
@@ -72,16 +73,16 @@ func (it *Iface) Connect(addr []byte, _ uct.EPParams) (uct.Endpoint, error) {
 	if st != a.StartTime {
 		return fail(uct.ErrUnreachable, fmt.Errorf("process %d started at %d, address is for %d (pid reused)", a.PID, st, a.StartTime))
 	}
-	fd, err := unix.Open("/proc/"+strconv.Itoa(a.PID)+"/fd/"+strconv.Itoa(a.FD), unix.O_RDWR|unix.O_CLOEXEC, 0)
+	segFD, err := unix.Open("/proc/"+strconv.Itoa(a.PID)+"/fd/"+strconv.Itoa(a.FD), unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fail(uct.ErrUnreachable, fmt.Errorf("open peer segment: %w", err))
 	}
-	defer unix.Close(fd)
+	defer unix.Close(segFD) // the mapping outlives it
 	var sb unix.Stat_t
-	if err := unix.Fstat(fd, &sb); err != nil || sb.Size < hdrSize {
+	if err := unix.Fstat(segFD, &sb); err != nil || sb.Size < hdrSize {
 		return fail(uct.ErrInvalidAddress, fmt.Errorf("peer fd %d is no shm segment", a.FD))
 	}
-	seg, err := unix.Mmap(fd, 0, int(sb.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	seg, err := unix.Mmap(segFD, 0, int(sb.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return fail(uct.ErrUnreachable, fmt.Errorf("map peer segment: %w", err))
 	}
@@ -96,7 +97,7 @@ func (it *Iface) Connect(addr []byte, _ uct.EPParams) (uct.Endpoint, error) {
 		unix.Munmap(seg)
 		return fail(uct.ErrInvalidAddress, err)
 	}
-	ep := &Endpoint{it: it, peer: a, name: name, seg: seg, tx: newRing(seg, h.Cells), pidfd: pidfd,
+	ep := &Endpoint{it: it, peer: a, name: name, seg: seg, tx: newRing(seg, h.Cells), pidfd: fd.New(pidfd),
 		keys: peerKeyTable{fd: h.KeyFD, cookie: h.KeyCookie}, stop: make(chan struct{}), done: make(chan struct{})}
 	it.mu.Lock()
 	it.eps[ep] = struct{}{}
@@ -234,7 +235,7 @@ func (ep *Endpoint) Close() error {
 		if ep.watch != nil {
 			err = multierr.Append(err, ep.watch.Close())
 		}
-		ep.cerr = multierr.Combine(err, ep.keys.close(), unix.Munmap(ep.seg), unix.Close(ep.pidfd))
+		ep.cerr = multierr.Combine(err, ep.keys.close(), unix.Munmap(ep.seg), ep.pidfd.Close())
 	})
 	return ep.cerr
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/multierr"
 	"golang.org/x/sys/unix"
 
+	"github.com/ucgo/ucgo/internal/fd"
 	"github.com/ucgo/ucgo/uct"
 	"github.com/ucgo/ucgo/uct/uctkit"
 )
@@ -28,10 +29,10 @@ type amEntry struct {
 // Iface is an shm iface: one segment with a receive FIFO.
 type Iface struct {
 	md *MD
-	fd int
+	fd *fd.FD // the segment's memfd; its number is in the address
 	// keyFD is the iface's own descriptor of the MD's key table, which
 	// the segment header names for peers.
-	keyFD int
+	keyFD *fd.FD
 	seg   []byte
 	rx    ring
 	head  uint64
@@ -84,11 +85,15 @@ func (m *MD) OpenIface(p uct.IfaceParams) (uct.Iface, error) {
 		for cells = 1; cells < p.RxQueueLen; cells <<= 1 {
 		}
 	}
-	keyFD, err := unix.FcntlInt(uintptr(m.keyFD), unix.F_DUPFD_CLOEXEC, 0)
+	var keyFD int
+	err := m.keyFD.Do(func(n int) (err error) {
+		keyFD, err = unix.FcntlInt(uintptr(n), unix.F_DUPFD_CLOEXEC, 0)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("shm: dup key table: %w", err)
 	}
-	fd, seg, err := memfdMap("ucgo-shm-iface", segLen(cells))
+	segFD, seg, err := memfdMap("ucgo-shm-iface", segLen(cells))
 	if err != nil {
 		unix.Close(keyFD)
 		return nil, err
@@ -98,11 +103,11 @@ func (m *MD) OpenIface(p uct.IfaceParams) (uct.Iface, error) {
 	cookie := binary.LittleEndian.Uint64(rb[:])
 	encodeHeader(seg, segHeader{PID: m.pid, Cells: cells, StartTime: m.start, Cookie: cookie, CellSize: cellSize, BufSize: bufSize,
 		KeyFD: keyFD, KeyCookie: m.cookie})
-	it := &Iface{md: m, fd: fd, keyFD: keyFD, seg: seg, cookie: cookie, eps: map[*Endpoint]struct{}{}, me: uint32(m.pid)}
-	it.src = uint64(m.pid)<<32 | uint64(fd)
+	it := &Iface{md: m, fd: fd.New(segFD), keyFD: fd.New(keyFD), seg: seg, cookie: cookie, eps: map[*Endpoint]struct{}{}, me: uint32(m.pid)}
+	it.src = uint64(m.pid)<<32 | uint64(segFD)
 	it.rx = newRing(seg, cells)
 	it.rx.initCells()
-	it.addr = Address{PID: m.pid, FD: fd, StartTime: m.start, Cookie: cookie}.pack()
+	it.addr = Address{PID: m.pid, FD: segFD, StartTime: m.start, Cookie: cookie}.pack()
 	it.errh.Set(p.ErrorHandler, p.ErrorArg)
 	it.watch.Init("memory", uct.DeviceUp)
 	return it, nil
@@ -217,7 +222,7 @@ func (it *Iface) Close() error {
 		it.events.Close()
 		it.segMu.Lock()
 		it.unmapped = true
-		it.cerr = multierr.Append(it.cerr, multierr.Combine(unix.Munmap(it.seg), unix.Close(it.fd), unix.Close(it.keyFD)))
+		it.cerr = multierr.Append(it.cerr, multierr.Combine(unix.Munmap(it.seg), it.fd.Close(), it.keyFD.Close()))
 		it.segMu.Unlock()
 	})
 	return it.cerr

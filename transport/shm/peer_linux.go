@@ -53,7 +53,8 @@ func (ep *Endpoint) watchPeer() {
 			}
 		}
 	}
-	fds := []unix.PollFd{{Fd: int32(ep.pidfd), Events: unix.POLLIN}}
+	// Close waits for this goroutine (stopWatch) before it closes pidfd.
+	fds := []unix.PollFd{{Fd: int32(ep.pidfd.Int()), Events: unix.POLLIN}}
 	for {
 		select {
 		case <-ep.stop:
@@ -83,9 +84,14 @@ func (ep *Endpoint) peerClosed() {
 // exited reports whether the peer process has exited (zombies included),
 // from its pidfd.
 func (ep *Endpoint) exited() bool {
-	fds := []unix.PollFd{{Fd: int32(ep.pidfd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, 0)
-	return err == nil && n > 0 && fds[0].Revents != 0
+	exited := false
+	_ = ep.pidfd.Do(func(n int) error {
+		fds := []unix.PollFd{{Fd: int32(n), Events: unix.POLLIN}}
+		k, err := unix.Poll(fds, 0)
+		exited = err == nil && k > 0 && fds[0].Revents != 0
+		return nil
+	})
+	return exited
 }
 
 // stopWatch stops the peer watcher and waits for it; idempotent.

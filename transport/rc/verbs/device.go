@@ -368,7 +368,7 @@ func (d *Device) Counters() Counters {
 // Fd returns the UDP socket's descriptor, readable when packets wait. A
 // caller with its own poll loop runs Progress when it is readable and
 // at least every NextTimeout.
-func (d *Device) Fd() int { return d.sock.fd }
+func (d *Device) Fd() int { return d.sock.fd.Int() }
 
 func (d *Device) rand() uint64 { return d.rng.Uint64() }
 
