@@ -117,3 +117,25 @@ func TestNilAndNegative(t *testing.T) {
 		t.Error("New(-1) does not hold none")
 	}
 }
+
+func TestListAndLeaked(t *testing.T) {
+	before, err := List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w := pipe(t)
+	after, err := List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Leaked(before, after)
+	if len(got) != 2 || got[0] != min(r, w) || got[1] != max(r, w) {
+		t.Errorf("Leaked = %v (%v), want the pipe %d %d", got, Describe(got), r, w)
+	}
+	unix.Close(r)
+	unix.Close(w)
+	after, _ = List()
+	if got := Leaked(before, after); len(got) != 0 {
+		t.Errorf("Leaked after closing the pipe = %v", Describe(got))
+	}
+}
