@@ -2,8 +2,11 @@ package ucp
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/ucgo/ucgo/uct"
 )
 
 // TestIfaceEventsDrained: over rc, a failed endpoint leaves events in the
@@ -41,5 +44,22 @@ func TestIfaceEventsDrained(t *testing.T) {
 	case <-done:
 	case <-ctx.Done():
 		t.Fatal("worker Close hung after its endpoint failed")
+	}
+}
+
+// TestIfaceEventFailsEndpoint: the worker acts on what an event says. With
+// the transport's error handler silenced, the endpoint-error event alone
+// tells the worker that its rc peer died, and the endpoint fails.
+func TestIfaceEventFailsEndpoint(t *testing.T) {
+	nd := netnsWorld(t, "rma", Config{ErrorMode: ErrorModePeer, KeepaliveInterval: -1}, EnvErrMode+"=peer")
+	ep := nd.eps[1]
+	recvKeys(t, nd, 1)
+	for _, wi := range nd.w.ifaces {
+		wi.it.SetErrorHandler(func(any, uct.Endpoint, error) {}, nil)
+	}
+	nd.must(nd.procs[1].Process.Kill())
+	nd.progressUntil("the endpoint to fail through its event", func() bool { return ep.Err() != nil })
+	if !errors.Is(ep.Err(), uct.ErrPeerFailed) {
+		t.Fatalf("endpoint error %v, want the event's uct.ErrPeerFailed", ep.Err())
 	}
 }
