@@ -27,8 +27,7 @@
 // in its segment header, and the initiator maps it read-only and checks
 // every RMA against the entry the key names. A key that was edited, or
 // whose memory was deregistered, gets uct.ErrRemoteProtection and reaches
-// nothing outside a live registration. The MD keeps registered memory
-// referenced until the Mem is closed.
+// nothing outside a live registration.
 //
 // Peer death is watched with a pidfd by one background goroutine per
 // endpoint, which waits in Go's network poller (no periodic wake-up, no
