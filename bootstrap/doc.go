@@ -40,7 +40,7 @@
 //	fullinit pmirank=R threaded=FALSE   -> fullinit-response rank= size= appnum= rc=0
 //	job-getid                           -> job-getid-response jobid=J rc=0
 //	kvs-put key=k value=v               -> kvs-put-response rc=0
-//	kvs-fence                           -> kvs-fence-response rc=0
+//	kvs-fence                           -> kvs-fence-response rc=0 (see Barrier)
 //	kvs-get jobid=J srcid=-1 key=k      -> kvs-get-response found=TRUE value=v rc=0
 //	finalize                            -> finalize-response rc=0
 //	abort isworld=TRUE msg=...          (the process manager ends the job)
@@ -48,7 +48,10 @@
 // EncodeCommand2 and DecodeFrame2 write and read one frame. Both decoders
 // have fuzz targets; malformed input yields an error wrapping ErrProtocol.
 //
-// Values put before a barrier are visible to every rank after it. Keys
+// Values put before a barrier are visible to every rank after it. PMI-2's
+// Barrier is kvs-fence followed by a kvs-get of a key nobody puts: Slurm's
+// fence waits for every rank, hydra's returns at once and holds that get
+// until every rank has fenced. Keys
 // and values must not contain spaces, ';', '=' (keys) or newlines;
 // callers encode binary values (hex). A Client owns its connection and is
 // not safe for concurrent use.
@@ -68,7 +71,8 @@
 // the rank out (AnyRank) for a wildcard source.
 //
 // Under hydra a rank that dies ends the whole job unless mpiexec runs with
-// -disable-auto-cleanup; a fault-tolerant program (examples/ftallreduce)
-// needs it. Under Slurm, srun --mpi=pmi2 --kill-on-bad-exit=0 (the
+// -disable-auto-cleanup, and hydra 4.0 ends it anyway when the rank was
+// killed by a signal: a fault-tolerant program (examples/ftallreduce)
+// calls Supervise first and is started with -disable-auto-cleanup. Under Slurm, srun --mpi=pmi2 --kill-on-bad-exit=0 (the
 // default unless configured otherwise) keeps the other tasks running.
 package bootstrap

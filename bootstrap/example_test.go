@@ -63,3 +63,16 @@ func ExampleStart() {
 		panic(err)
 	}
 }
+
+// A World's tags carry the sender's rank in their top bits; a receive
+// names its sender with Exact, or takes any sender's tag 7 with AnyRank.
+func ExampleTag() {
+	t := bootstrap.Tag(3, 7)
+	fmt.Printf("tag %#x from rank %d\n", t, bootstrap.TagRank(t))
+	fmt.Println("matches a receive of (rank 5, 7) with AnyRank:", bootstrap.Tag(5, 7)&bootstrap.AnyRank == t&bootstrap.AnyRank)
+	fmt.Println("matches it with Exact:", bootstrap.Tag(5, 7) == t)
+	// Output:
+	// tag 0x30000000007 from rank 3
+	// matches a receive of (rank 5, 7) with AnyRank: true
+	// matches it with Exact: false
+}

@@ -22,6 +22,7 @@ type PMI2 struct {
 
 	rank, size, appNum int
 	jobID              string
+	fences             int // Barriers so far
 }
 
 // NewPMI2 initialises a PMI-2 client over rw for the given rank
@@ -193,10 +194,17 @@ func (c *PMI2) Get(key string) (string, error) {
 	return v, nil
 }
 
-// Barrier is kvs-fence: it returns when every rank has entered it, and
-// the values put before it are visible to all.
+// Barrier returns when every rank has entered it, and the values put
+// before it are visible to all. It is kvs-fence followed by a kvs-get of
+// a key nobody puts (ucgo-barrier-N): under Slurm the fence itself waits
+// for every rank, while MPICH's hydra (4.0) answers a fence at once and
+// instead holds a get of a missing key until every rank has fenced.
 func (c *PMI2) Barrier() error {
-	_, err := c.call("kvs-fence", "kvs-fence-response")
+	c.fences++
+	if _, err := c.call("kvs-fence", "kvs-fence-response"); err != nil {
+		return err
+	}
+	_, err := c.call("kvs-get", "kvs-get-response", "jobid", c.jobID, "srcid", "-1", "key", fmt.Sprintf("ucgo-barrier-%d", c.fences))
 	return err
 }
 

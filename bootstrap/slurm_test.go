@@ -57,6 +57,14 @@ func TestSlurm(t *testing.T) {
 		}
 	})
 	for _, v := range []string{"1", "2"} {
+		t.Run("barrier-pmi"+v, func(t *testing.T) {
+			out, code := c.Srun(t, 4, 2*time.Minute, []string{childEnv + "=barrier", VersionEnv + "=" + v, "UCGO_BARRIER_DIR=" + t.TempDir()}, self, "-test.run=^$")
+			if code != 0 || strings.Count(out, "passed 3 barriers") != 4 {
+				t.Fatalf("srun exit code %d, output:\n%s", code, out)
+			}
+		})
+	}
+	for _, v := range []string{"1", "2"} {
 		t.Run("abort-pmi"+v, func(t *testing.T) {
 			// the aborting rank sleeps ten minutes: only the abort ends
 			// the step within the limit

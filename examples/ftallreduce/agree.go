@@ -76,6 +76,15 @@ func (p *proc) recover(i int) (int, error) {
 	for r := range p.failed {
 		v.failed[r] = true
 	}
+	// the failure suspended tag matching; purging every failed rank
+	// resumes it
+	p.suspended = p.suspended || p.w.Worker.MatchingSuspended()
+	if err := p.purgeFailed(v.failed); err != nil {
+		return 0, err
+	}
+	if p.w.Worker.MatchingSuspended() {
+		return 0, fmt.Errorf("rank %d: matching still suspended after purging the failed ranks", p.me)
+	}
 	for round := 0; round < 1<<counterBits; round++ {
 		if err := p.purgeFailed(v.failed); err != nil {
 			return 0, err

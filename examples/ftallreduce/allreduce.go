@@ -41,9 +41,12 @@ type proc struct {
 
 	failed map[int]error // ranks whose endpoint failed, with its status
 	purged map[int]bool
-	epoch  int
-	from   int      // first iteration with the current group
-	sums   []uint64 // per iteration: the sum of the result's elements
+	// suspended: a failure found tag matching suspended, as ucp's peer
+	// error mode does until the failed endpoint is purged
+	suspended bool
+	epoch     int
+	from      int      // first iteration with the current group
+	sums      []uint64 // per iteration: the sum of the result's elements
 }
 
 // onError runs from Progress when the endpoint to rank fails.
@@ -59,6 +62,24 @@ func (p *proc) newFailure() bool {
 		if _, ok := p.failed[r]; ok && !p.purged[r] {
 			return true
 		}
+	}
+	return false
+}
+
+// peerFailed reports whether the endpoint to rank failed, and records its
+// status: a request to or from it may complete with the failure before
+// the endpoint's error handler runs.
+func (p *proc) peerFailed(rank int) bool {
+	if _, ok := p.failed[rank]; ok {
+		return true
+	}
+	ep, err := p.w.EP(rank)
+	if err != nil {
+		return false
+	}
+	if err := ep.Err(); err != nil {
+		p.onError(rank, ep, err)
+		return true
 	}
 	return false
 }
@@ -143,11 +164,14 @@ func (p *proc) loop() (uint64, error) {
 func (p *proc) iteration(i int) error {
 	n := p.o.length
 	var recvs, sends []*ucp.Request
+	peerOf := map[*ucp.Request]int{}
 	bufs := map[int][]byte{}
 	for _, r := range p.group {
 		if r != p.me {
 			bufs[r] = make([]byte, 8*n)
-			recvs = append(recvs, p.w.Worker.TagRecv(bufs[r], tag(r, kindData, p.epoch, i), bootstrap.Exact, nil))
+			rr := p.w.Worker.TagRecv(bufs[r], tag(r, kindData, p.epoch, i), bootstrap.Exact, nil)
+			peerOf[rr] = r
+			recvs = append(recvs, rr)
 		}
 	}
 	mine := vector(p.me, i, n)
@@ -164,7 +188,9 @@ func (p *proc) iteration(i int) error {
 		if err != nil {
 			return err
 		}
-		sends = append(sends, ep.TagSend(mine, tag(p.me, kindData, p.epoch, i), nil))
+		sr := ep.TagSend(mine, tag(p.me, kindData, p.epoch, i), nil)
+		peerOf[sr] = r
+		sends = append(sends, sr)
 	}
 	if p.me == p.o.kill && i == p.o.at {
 		p.wait(sends, nil)
@@ -177,7 +203,7 @@ func (p *proc) iteration(i int) error {
 	for _, r := range append(recvs, sends...) {
 		if err := r.Err(); err != nil {
 			drop(append(recvs, sends...))
-			if p.newFailure() {
+			if p.peerFailed(peerOf[r]) {
 				return errFailure
 			}
 			return fmt.Errorf("rank %d, iteration %d: %w", p.me, i, err)
@@ -236,5 +262,10 @@ func (p *proc) finish() error {
 		err = nil
 	}
 	drop(recvs)
+	for _, s := range sends {
+		if s.Done() { // the others complete on their own
+			s.Release()
+		}
+	}
 	return err
 }

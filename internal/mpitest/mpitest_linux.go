@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,6 +35,10 @@ func Main(m *testing.M, run func(args []string, stdout io.Writer) error) {
 		fakeSSH(os.Args[1:])
 	}
 	if os.Getenv(rankEnv) != "" {
+		if err := onHost(); err != nil {
+			fmt.Fprintln(os.Stderr, "rank error:", err)
+			os.Exit(1)
+		}
 		if err := run(strings.Fields(os.Getenv(argsEnv)), os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "rank error:", err)
 			os.Exit(1)
@@ -75,6 +81,34 @@ func fakeSSH(args []string) {
 // other launcher (srun), run the program with args.
 func Env(args ...string) []string {
 	return []string{rankEnv + "=1", argsEnv + "=" + strings.Join(args, " "), "GORACE=atexit_sleep_ms=0"}
+}
+
+// onHost checks that a rank of a job across hosts runs in the namespace
+// of its host: rank i on the i-th (hydra places one rank per host).
+func onHost() error {
+	hosts := os.Getenv(hostsEnv)
+	if hosts == "" {
+		return nil
+	}
+	rank, err := strconv.Atoi(os.Getenv("PMI_RANK"))
+	if err != nil {
+		return fmt.Errorf("PMI_RANK: %w", err)
+	}
+	list := strings.Split(hosts, ",")
+	if rank >= len(list) {
+		return fmt.Errorf("rank %d of %d hosts", rank, len(list))
+	}
+	host, _, _ := strings.Cut(list[rank], "=")
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		if p, ok := a.(*net.IPNet); ok && p.IP.String() == host {
+			return nil
+		}
+	}
+	return fmt.Errorf("rank %d runs outside its host %s (addresses %v)", rank, host, addrs)
 }
 
 // Job is one mpiexec run of the test binary as the program.
