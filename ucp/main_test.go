@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/ucgo/ucgo/internal/netns"
+	"github.com/ucgo/ucgo/internal/testproc"
 )
 
-// Cross-process tests re-execute the test binary: a child with
-// UCGO_UCP_ROLE set opens a worker, prints its address, reads every
+// Cross-process tests re-execute the test binary (internal/testproc): a
+// child playing a role of childRoles opens a worker, prints its address, reads every
 // rank's address from stdin, connects to all, prints connectedLine and
 // runs its role.
 
@@ -25,7 +26,6 @@ import (
 const connectedLine = "connected"
 
 const (
-	roleEnv = "UCGO_UCP_ROLE"
 	rankEnv = "UCGO_UCP_RANK"
 	sizeEnv = "UCGO_UCP_NPROCS"
 	// rankEnvPrefix + rank: environment of one rank (K=V;K=V)
@@ -52,6 +52,7 @@ type node struct {
 	w     *Worker
 	eps   []*Endpoint
 	procs []*exec.Cmd // parent: children by rank (index 0 unused)
+	kids  []*testproc.Child
 	errs  chan epErr
 	star  *netns.Star // parent: rank r's namespace is star.NS[r], or nil
 }
@@ -61,15 +62,18 @@ type epErr struct {
 	err  error
 }
 
+// TestMain registers every role of childRoles (filled by the test files'
+// init functions) with testproc.
 func TestMain(m *testing.M) {
-	if role := os.Getenv(roleEnv); role != "" {
-		if err := runChild(role); err != nil {
-			fmt.Fprintln(os.Stderr, "child", role, os.Getenv(rankEnv)+":", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+	for role := range childRoles {
+		testproc.Register(role, func() error {
+			if err := runChild(role); err != nil {
+				return fmt.Errorf("rank %s: %w", os.Getenv(rankEnv), err)
+			}
+			return nil
+		})
 	}
-	os.Exit(m.Run())
+	testproc.Main(m)
 }
 
 func testCtx() (context.Context, context.CancelFunc) {
@@ -162,7 +166,7 @@ func worldIn(t testing.TB, star *netns.Star, n int, role string, cfg Config, env
 		}
 		return star.NS[r].Do(fn)
 	}
-	nd := &node{t: t, n: n, procs: make([]*exec.Cmd, n), errs: make(chan epErr, 16), star: star}
+	nd := &node{t: t, n: n, procs: make([]*exec.Cmd, n), kids: make([]*testproc.Child, n), errs: make(chan epErr, 16), star: star}
 	if err := in(0, func() error { return nd.open(cfg) }); err != nil {
 		t.Fatal(err)
 	}
@@ -174,9 +178,9 @@ func worldIn(t testing.TB, star *netns.Star, n int, role string, cfg Config, env
 	var stdins []io.Writer
 	var outs []*bufio.Reader
 	for r := 1; r < n; r++ {
-		cmd := exec.Command(self, "-test.run=^$")
+		cmd := exec.Command(self, testproc.Args...)
 		if star != nil {
-			cmd = star.NS[r].Command(self, "-test.run=^$")
+			cmd = star.NS[r].Command(self, testproc.Args...)
 		}
 		inW, br, a := nd.startChild(cmd, role, r, env)
 		addrs = append(addrs, a)
@@ -194,9 +198,9 @@ func worldIn(t testing.TB, star *netns.Star, n int, role string, cfg Config, env
 	}
 	// Every child connected to every rank before the test starts, so a
 	// test that kills one child does not make another fail to connect.
-	for r, br := range outs {
+	for r := range outs {
 		var line string
-		if _, err := fmt.Fscan(br, &line); err != nil || line != connectedLine {
+		if err := nd.kids[r+1].Scan(childWait, &line); err != nil || line != connectedLine {
 			t.Fatalf("rank %d did not connect to every rank: %q, %v", r+1, line, err)
 		}
 	}
@@ -230,39 +234,21 @@ func (nd *node) open(cfg Config) error {
 func (nd *node) startChild(cmd *exec.Cmd, role string, r int, env []string) (io.WriteCloser, *bufio.Reader, string) {
 	t := nd.t
 	t.Helper()
-	cmd.Env = append(os.Environ(), roleEnv+"="+role, rankEnv+"="+strconv.Itoa(r), sizeEnv+"="+strconv.Itoa(nd.n))
-	if os.Getenv("GORACE") == "" {
-		// a race-enabled child would sleep 1 s at exit
-		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
+	env = append([]string{rankEnv + "=" + strconv.Itoa(r), sizeEnv + "=" + strconv.Itoa(nd.n)}, env...)
+	c := testproc.Start(t, testproc.Spec{Role: role, Env: env, Cmd: cmd})
+	nd.procs[r] = c.Cmd
+	if r < len(nd.kids) {
+		nd.kids[r] = c
 	}
-	cmd.Env = append(cmd.Env, env...)
-	cmd.Stderr = os.Stderr
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdin = inR
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	inR.Close()
-	t.Cleanup(func() {
-		inW.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	nd.procs[r] = cmd
-	br := bufio.NewReader(out)
 	var a string
-	if _, err := fmt.Fscan(br, &a); err != nil {
+	if err := c.Scan(childWait, &a); err != nil {
 		t.Fatalf("reading rank %d address: %v", r, err)
 	}
-	return inW, br, a
+	return c.Stdin, c.Stdout, a
 }
+
+// childWait bounds each wait for a line from a child.
+const childWait = 60 * time.Second
 
 // wait waits for r in a child or the parent.
 func (nd *node) wait(r *Request) error {

@@ -307,31 +307,6 @@ func DefaultErrorHandler(arg any, ep Endpoint, err error) {
 	slog.Error("uct async error", "peer", peer, "err", err)
 }
 
-// ErrorHandlerSlot holds an iface's error handler; transports embed it.
-type ErrorHandlerSlot struct {
-	mu  sync.Mutex
-	h   ErrorHandler
-	arg any
-}
-
-// Set installs h with arg; nil restores DefaultErrorHandler.
-func (s *ErrorHandlerSlot) Set(h ErrorHandler, arg any) {
-	s.mu.Lock()
-	s.h, s.arg = h, arg
-	s.mu.Unlock()
-}
-
-// Call runs the installed handler (or the default one).
-func (s *ErrorHandlerSlot) Call(ep Endpoint, err error) {
-	s.mu.Lock()
-	h, arg := s.h, s.arg
-	s.mu.Unlock()
-	if h == nil {
-		h = DefaultErrorHandler
-	}
-	h(arg, ep, err)
-}
-
 // DeviceStatus is a device's state as a watcher sees it: a set of flags
 // (NetworkDirect's adapter status). The link is DeviceUp or DeviceDown;
 // DeviceRDMADisabled may be set with either.
@@ -381,36 +356,15 @@ type DeviceStatusEvent struct {
 	Status DeviceStatus
 }
 
-// DeviceWatchers is the registry of watchers of one device
-// (Nd2RegisterForAdapterStatus). Transports embed one per device.
-type DeviceWatchers struct {
-	deliver sync.Mutex // serializes Set so watchers see changes in order
-	mu      sync.Mutex
-	device  string
-	status  DeviceStatus
-	next    int
-	watches map[int]func(DeviceStatusEvent)
-}
-
-// Init names the device and sets its first status.
-func (d *DeviceWatchers) Init(device string, status DeviceStatus) {
-	d.mu.Lock()
-	d.device, d.status = device, status
-	d.mu.Unlock()
-}
-
-// Status returns the last status set.
-func (d *DeviceWatchers) Status() DeviceStatus {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.status
-}
-
 // Watch is one registration; Close deregisters it.
 type Watch struct {
 	once sync.Once
 	stop func()
 }
+
+// NewWatch returns a Watch whose Close calls stop once. A transport's
+// Iface.WatchDevice returns one.
+func NewWatch(stop func()) *Watch { return &Watch{stop: stop} }
 
 // Close deregisters the watcher; later status changes are not delivered.
 func (w *Watch) Close() error {
@@ -418,81 +372,4 @@ func (w *Watch) Close() error {
 		w.once.Do(w.stop)
 	}
 	return nil
-}
-
-// Register adds fn; it is called on every status change (on the goroutine
-// that sets the status).
-func (d *DeviceWatchers) Register(fn func(DeviceStatusEvent)) (*Watch, error) {
-	if fn == nil {
-		return nil, ErrInvalidParam
-	}
-	d.mu.Lock()
-	if d.watches == nil {
-		d.watches = map[int]func(DeviceStatusEvent){}
-	}
-	id := d.next
-	d.next++
-	d.watches[id] = fn
-	d.mu.Unlock()
-	return &Watch{stop: func() {
-		d.mu.Lock()
-		delete(d.watches, id)
-		d.mu.Unlock()
-	}}, nil
-}
-
-// Set changes the status and tells every watcher if it changed. Concurrent
-// Sets are delivered one after the other, in the order they were applied,
-// so the last event a watcher saw is the current status. A watcher must
-// not call Set.
-func (d *DeviceWatchers) Set(status DeviceStatus) {
-	d.Change(func(DeviceStatus) DeviceStatus { return status })
-}
-
-// Change applies f to the status, atomically with respect to other
-// changes, and tells every watcher if the status changed (as Set does). It
-// returns the old and the new status.
-func (d *DeviceWatchers) Change(f func(old DeviceStatus) DeviceStatus) (old, status DeviceStatus) {
-	d.deliver.Lock()
-	defer d.deliver.Unlock()
-	d.mu.Lock()
-	old = d.status
-	status = f(old)
-	if old == status {
-		d.mu.Unlock()
-		return old, status
-	}
-	d.status = status
-	fns := make([]func(DeviceStatusEvent), 0, len(d.watches))
-	for _, fn := range d.watches {
-		fns = append(fns, fn)
-	}
-	ev := DeviceStatusEvent{Device: d.device, Status: status}
-	d.mu.Unlock()
-	for _, fn := range fns {
-		fn(ev)
-	}
-	return old, status
-}
-
-// SetLink changes the link flag (DeviceUp or DeviceDown), keeping
-// DeviceRDMADisabled.
-func (d *DeviceWatchers) SetLink(up bool) (old, status DeviceStatus) {
-	return d.Change(func(s DeviceStatus) DeviceStatus {
-		s &^= DeviceUp | DeviceDown
-		if up {
-			return s | DeviceUp
-		}
-		return s | DeviceDown
-	})
-}
-
-// SetRDMADisabled sets or clears DeviceRDMADisabled, keeping the link flag.
-func (d *DeviceWatchers) SetRDMADisabled(disabled bool) (old, status DeviceStatus) {
-	return d.Change(func(s DeviceStatus) DeviceStatus {
-		if disabled {
-			return s | DeviceRDMADisabled
-		}
-		return s &^ DeviceRDMADisabled
-	})
 }

@@ -2,8 +2,6 @@ package uct
 
 import (
 	"fmt"
-	"sync"
-	"sync/atomic"
 )
 
 // NotifyQueue says which work queue a completion came from (VIA's
@@ -43,139 +41,7 @@ type CompletionInfo struct {
 // closed before a completion came.
 type NotifyHandler func(arg any, c CompletionInfo, err error)
 
-// NotifyBacklog is how many completions a Notifier remembers while no
+// NotifyBacklog is how many completions an iface remembers while no
 // handler waits. Later ones are counted in Overflows and dropped, like the
 // entries of a full completion queue.
 const NotifyBacklog = 1024
-
-// Notifier implements Iface.Notify (VipCQNotify) for a transport. The
-// transport calls Completed once per completion (from Progress) and Cancel
-// on close. Each completion runs one handler: the oldest waiting one, or,
-// if none waits, the next Notify call, in completion order.
-type Notifier struct {
-	mu       sync.Mutex
-	handlers []notifyEntry
-	ready    []CompletionInfo // completions seen with no handler waiting, oldest first
-	closed   bool
-	// full is set (under mu) while no handler waits and the backlog is
-	// full, so that Completed, called on every completion, has nothing to
-	// do but count and skips the lock. Notify clears it.
-	full atomic.Bool
-	lost atomic.Uint64
-}
-
-type notifyEntry struct {
-	h   NotifyHandler
-	arg any
-}
-
-// Notify runs h now with the oldest remembered completion, if there is
-// one, else queues it for the next completion.
-func (n *Notifier) Notify(h NotifyHandler, arg any) error {
-	if h == nil {
-		return ErrInvalidParam
-	}
-	n.mu.Lock()
-	if n.closed {
-		n.mu.Unlock()
-		return ErrClosed
-	}
-	if len(n.ready) > 0 {
-		n.full.Store(false)
-		c := n.ready[0]
-		n.ready[0] = CompletionInfo{}
-		n.ready = n.ready[1:]
-		if len(n.ready) == 0 {
-			n.ready = n.ready[:0:0] // let the backing array go
-		}
-		n.mu.Unlock()
-		h(arg, c, nil)
-		return nil
-	}
-	n.handlers = append(n.handlers, notifyEntry{h, arg})
-	n.mu.Unlock()
-	return nil
-}
-
-// Completed reports one completion: the oldest waiting handler runs with
-// c, or c is remembered for the next Notify.
-func (n *Notifier) Completed(c CompletionInfo) {
-	n.CompletedN(1, c)
-}
-
-// CompletedN reports count completions alike (a batch of receives).
-func (n *Notifier) CompletedN(count int, c CompletionInfo) {
-	if n.full.Load() {
-		n.lost.Add(uint64(count))
-		return
-	}
-	for ; count > 0; count-- {
-		n.mu.Lock()
-		if n.closed {
-			n.mu.Unlock()
-			return
-		}
-		if len(n.handlers) == 0 {
-			for ; count > 0 && len(n.ready) < NotifyBacklog; count-- {
-				n.ready = append(n.ready, c)
-			}
-			if len(n.ready) == NotifyBacklog {
-				n.full.Store(true)
-				n.lost.Add(uint64(count))
-			}
-			n.mu.Unlock()
-			return
-		}
-		e := n.handlers[0]
-		n.handlers[0] = notifyEntry{}
-		n.handlers = n.handlers[1:]
-		n.mu.Unlock()
-		e.h(e.arg, c, nil)
-	}
-}
-
-// Forget drops the endpoint from the completions remembered for later
-// Notify calls: a transport calls it when ep closes, so that the backlog
-// keeps no closed endpoint (and what it holds) alive. Those completions
-// stay remembered and name no endpoint.
-func (n *Notifier) Forget(ep Endpoint) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for i := range n.ready {
-		if n.ready[i].Endpoint == ep {
-			n.ready[i].Endpoint = nil
-		}
-	}
-}
-
-// Waiting returns the number of queued handlers.
-func (n *Notifier) Waiting() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return len(n.handlers)
-}
-
-// Remembered returns the number of completions waiting for a Notify.
-func (n *Notifier) Remembered() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return len(n.ready)
-}
-
-// Overflows returns the number of completions dropped because
-// NotifyBacklog completions were already waiting for a Notify.
-func (n *Notifier) Overflows() uint64 { return n.lost.Load() }
-
-// Cancel runs every queued handler with ErrCanceled, forgets remembered
-// completions and refuses new handlers.
-func (n *Notifier) Cancel() {
-	n.mu.Lock()
-	hs := n.handlers
-	n.handlers = nil
-	n.ready = nil
-	n.closed = true
-	n.mu.Unlock()
-	for _, e := range hs {
-		e.h(e.arg, CompletionInfo{}, ErrCanceled)
-	}
-}

@@ -7,28 +7,30 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ucgo/ucgo/internal/fd"
 )
 
 // rtnl is a NETLINK_ROUTE socket. It talks to the network namespace of the
 // thread that created it, whatever thread uses it later.
 type rtnl struct {
-	fd  int
+	fd  *fd.FD
 	seq uint32
 }
 
 func openRtnl() (*rtnl, error) {
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+	s, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
 	if err != nil {
 		return nil, fmt.Errorf("netlink socket: %w", err)
 	}
-	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		unix.Close(fd)
+	if err := unix.Bind(s, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		unix.Close(s)
 		return nil, fmt.Errorf("netlink bind: %w", err)
 	}
-	return &rtnl{fd: fd}, nil
+	return &rtnl{fd: fd.New(s)}, nil
 }
 
-func (r *rtnl) Close() error { return unix.Close(r.fd) }
+func (r *rtnl) Close() error { return r.fd.Close() }
 
 // msg builds one netlink request: header, fixed part, attributes.
 type msg struct {
@@ -90,12 +92,12 @@ func (r *rtnl) do(m *msg) error {
 	r.seq++
 	binary.NativeEndian.PutUint32(m.b[0:], uint32(len(m.b)))
 	binary.NativeEndian.PutUint32(m.b[8:], r.seq)
-	if err := unix.Sendto(r.fd, m.b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+	if err := unix.Sendto(r.fd.Int(), m.b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return fmt.Errorf("netlink send: %w", err)
 	}
 	buf := make([]byte, 1<<16)
 	for {
-		n, _, err := unix.Recvfrom(r.fd, buf, 0)
+		n, _, err := unix.Recvfrom(r.fd.Int(), buf, 0)
 		if err == unix.EINTR {
 			continue
 		}

@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // readQPNs reads exactly n datagrams (10 s limit each) and then checks
@@ -282,10 +280,9 @@ func TestStalePinsRemoved(t *testing.T) {
 	}
 	defer dead.Close()
 	// The socket goes as a crashed process's would: without Close.
-	if err := unix.Close(dead.fd); err != nil {
+	if err := dead.fd.Close(); err != nil {
 		t.Fatal(err)
 	}
-	dead.fd = -1
 	if _, err := os.Stat(dead.Dir()); err != nil {
 		t.Fatalf("pins of the dead group: %v", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"go.uber.org/multierr"
 	"golang.org/x/sys/unix"
+
+	"github.com/ucgo/ucgo/internal/fd"
 )
 
 // BPFFS is where bpffs is expected (and mounted if absent).
@@ -46,7 +48,7 @@ func SlotOf(qpn uint32) uint8 { return uint8(qpn >> 16) }
 // Member is one socket of a group sharing a UDP address, owning the QPNs
 // of one slot.
 type Member struct {
-	fd   int // non-blocking, not in Go's network poller
+	fd   *fd.FD // non-blocking, not in Go's network poller
 	slot uint8
 	dir  string
 
@@ -61,7 +63,7 @@ type Member struct {
 // registered with Go's network poller, so a caller that polls it itself
 // (recvmmsg from a progress loop) pays for no poller wake-up per packet.
 // It stays valid until Close; do not close it.
-func (m *Member) FD() int { return m.fd }
+func (m *Member) FD() int { return m.fd.Int() }
 
 // Conn is the member's socket as a net.UDPConn (a descriptor of its own
 // for the same socket, in Go's network poller), made on the first call;
@@ -69,7 +71,7 @@ func (m *Member) FD() int { return m.fd }
 // Close.
 func (m *Member) Conn() *net.UDPConn {
 	m.connOnce.Do(func() {
-		nfd, err := unix.FcntlInt(uintptr(m.fd), unix.F_DUPFD_CLOEXEC, 0)
+		nfd, err := unix.FcntlInt(uintptr(m.fd.Int()), unix.F_DUPFD_CLOEXEC, 0)
 		if err != nil {
 			return
 		}
@@ -339,18 +341,18 @@ func sweep(keep string) {
 // join binds addr with SO_REUSEPORT, attaches prog and claims a slot in
 // socks. The caller holds the PinRoot lock.
 func join(addr netip.AddrPort, dir string, socks *ebpf.Map, prog *ebpf.Program) (*Member, error) {
-	fd, err := bindReusePort(addr)
+	n, err := bindReusePort(addr)
 	if err != nil {
 		return nil, err
 	}
-	m := &Member{fd: fd, dir: dir}
+	m := &Member{fd: fd.New(n), dir: dir}
 	var claimErr error
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_EBPF, prog.FD()); err != nil {
+	if err := unix.SetsockoptInt(n, unix.SOL_SOCKET, unix.SO_ATTACH_REUSEPORT_EBPF, prog.FD()); err != nil {
 		claimErr = classify(fmt.Errorf("reuseport: attach program: %w", err))
 	} else {
 		claimErr = fmt.Errorf("%w in %s", ErrFull, dir)
 		for s := 1; s < Slots; s++ {
-			err := socks.Update(uint32(s), uint64(fd), ebpf.UpdateNoExist)
+			err := socks.Update(uint32(s), uint64(n), ebpf.UpdateNoExist)
 			if err == nil {
 				m.slot = uint8(s)
 				claimErr = nil
@@ -363,7 +365,7 @@ func join(addr netip.AddrPort, dir string, socks *ebpf.Map, prog *ebpf.Program) 
 		}
 	}
 	if claimErr != nil {
-		unix.Close(fd)
+		m.fd.Close()
 		return nil, claimErr
 	}
 	return m, nil
@@ -404,10 +406,7 @@ func (m *Member) Close() error {
 		if m.conn != nil {
 			m.err = m.conn.Close()
 		}
-		if m.fd >= 0 {
-			m.err = multierr.Append(m.err, unix.Close(m.fd))
-			m.fd = -1
-		}
+		m.err = multierr.Append(m.err, m.fd.Close())
 		unlock, err := lockPath(PinRoot)
 		if err != nil {
 			m.err = multierr.Append(m.err, err)

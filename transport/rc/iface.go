@@ -12,8 +12,10 @@ import (
 
 	"go.uber.org/multierr"
 
+	"github.com/ucgo/ucgo/internal/fd"
 	"github.com/ucgo/ucgo/transport/rc/verbs"
 	"github.com/ucgo/ucgo/uct"
+	"github.com/ucgo/ucgo/uct/uctkit"
 )
 
 // Sizes of an iface's queues and buffers.
@@ -61,11 +63,11 @@ type Iface struct {
 	mtu   verbs.MTU
 
 	maxInline int
-	wakeFD    int
+	wakeFD    *fd.FD
 
 	events   *uct.EventQueue
-	errh     uct.ErrorHandlerSlot
-	notifier uct.Notifier
+	errh     uctkit.ErrorHandlerSlot
+	notifier uctkit.Notifier
 
 	am [uct.MaxAMID + 1]struct {
 		h   uct.AMHandler
@@ -120,7 +122,7 @@ func (m *MD) OpenIface(p uct.IfaceParams) (uct.Iface, error) {
 	if closed {
 		return nil, fmt.Errorf("rc: open iface: %w", uct.ErrClosed)
 	}
-	it := &Iface{md: m, dev: m.dev, nonce: randU64(), events: uct.NewEventQueue(), wakeFD: -1,
+	it := &Iface{md: m, dev: m.dev, nonce: randU64(), events: uct.NewEventQueue(),
 		eps: map[uint32]*Endpoint{}, passive: map[uint32]*passiveQP{}}
 	it.errh.Set(p.ErrorHandler, p.ErrorArg)
 	if err := it.open(); err != nil {
@@ -623,17 +625,18 @@ func (it *Iface) Wait(ctx context.Context) error {
 	}
 	stop := context.AfterFunc(ctx, it.Wake)
 	defer stop()
-	if err := pollFDs(it.ch.Fd(), it.dev.Fd(), it.wakeFD); err != nil {
+	if err := pollFDs(it.ch.Fd(), it.dev.Fd(), it.wakeFD.Int()); err != nil {
 		return err
 	}
-	drainEventFD(it.wakeFD)
+	drainEventFD(it.wakeFD.Int())
 	return ctx.Err()
 }
 
 // Wake makes a concurrent Wait return.
 func (it *Iface) Wake() {
-	if fd := it.wakeFD; fd >= 0 && !it.isClosed.Load() {
-		signalEventFD(fd)
+	if !it.isClosed.Load() {
+		// Do: a Wake racing with Close never writes to a reused number.
+		_ = it.wakeFD.Do(func(n int) error { signalEventFD(n); return nil })
 	}
 }
 
@@ -725,9 +728,7 @@ func (it *Iface) release() error {
 	if it.cm != nil && it.addr.CMPort == 0 {
 		err = multierr.Append(err, it.cm.Close())
 	}
-	if it.wakeFD >= 0 {
-		err = multierr.Append(err, closeFD(it.wakeFD))
-	}
+	err = multierr.Append(err, it.wakeFD.Close())
 	if errors.Is(err, uct.ErrBusy) {
 		return fmt.Errorf("rc: close iface: %w", err)
 	}

@@ -19,11 +19,10 @@ import (
 
 	"github.com/ucgo/ucgo/internal/netns"
 	"github.com/ucgo/ucgo/internal/reuseport"
+	"github.com/ucgo/ucgo/internal/testproc"
 	"github.com/ucgo/ucgo/transport/rc/verbs"
 	"github.com/ucgo/ucgo/uct"
 )
-
-const roleEnv = "UCGO_RC_CHILD"
 
 // AM ids between the test processes.
 const (
@@ -37,15 +36,13 @@ const (
 // childMem is the size of the child's Alloc memory.
 const childMem = 8 << 20
 
+// Child roles: "serve" serves AMs, "pinned" does so on the last CPU,
+// "fallback" first drops privileges so that the port cannot be shared.
 func TestMain(m *testing.M) {
-	if role := os.Getenv(roleEnv); role != "" {
-		if err := runChild(role); err != nil {
-			fmt.Fprintln(os.Stderr, "rc child:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+	for _, role := range []string{"serve", "pinned", "fallback"} {
+		testproc.Register(role, func() error { return runChild(role) })
 	}
-	os.Exit(m.Run())
+	testproc.Main(m)
 }
 
 // runChild opens an iface on the default device of its namespace, prints
@@ -192,6 +189,7 @@ func runChild(role string) error {
 type peer struct {
 	t       testing.TB
 	pair    *netns.Pair
+	child   *testproc.Child
 	cmd     *exec.Cmd
 	stdin   *os.File
 	md      *MD
@@ -254,32 +252,10 @@ func startPeerRole(t testing.TB, timeout time.Duration, role string) *peer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := pair.B.Command(self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), roleEnv+"="+role)
-	cmd.Stderr = os.Stderr
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdin = inR
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	inR.Close()
-	p.cmd, p.stdin = cmd, inW
-	t.Cleanup(func() {
-		inW.Close()
-		if p.cmd != nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
+	child := testproc.Start(t, testproc.Spec{Role: role, Cmd: pair.B.Command(self, testproc.Args...)})
+	p.child, p.cmd, p.stdin = child, child.Cmd, child.Stdin
 	var a, k string
-	if _, err := fmt.Fscan(bufio.NewReader(out), &a, &k, &p.memAddr); err != nil {
+	if err := child.Scan(60*time.Second, &a, &k, &p.memAddr); err != nil {
 		t.Fatalf("reading the child's address: %v", err)
 	}
 	p.addr, _ = hex.DecodeString(a)
@@ -290,7 +266,7 @@ func startPeerRole(t testing.TB, timeout time.Duration, role string) *peer {
 	if err := waitPortActive(p.md, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(inW, "%x\n", p.it.Address())
+	fmt.Fprintf(p.stdin, "%x\n", p.it.Address())
 	err = pair.A.Do(func() error {
 		ep, err := p.it.Connect(p.addr, uct.EPParams{Timeout: timeout})
 		if err == nil {
@@ -369,16 +345,10 @@ func (p *peer) quit() {
 	// The child closes its iface after amQuit, which fails this endpoint.
 	p.it.SetErrorHandler(func(any, uct.Endpoint, error) {}, nil)
 	p.must("quit", func(*uct.Completion) error { return p.ep.AMShort(amQuit, 0, nil) })
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case err := <-done:
-		p.cmd = nil
-		if err != nil {
-			p.t.Errorf("child: %v", err)
-		}
-	case <-time.After(30 * time.Second):
+	if err := p.child.Wait(30 * time.Second); errors.Is(err, testproc.ErrTimeout) {
 		p.t.Errorf("child did not exit after amQuit")
+	} else if err != nil {
+		p.t.Errorf("child: %v", err)
 	}
 }
 

@@ -5,14 +5,16 @@ import (
 	"fmt"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ucgo/ucgo/internal/fd"
 )
 
-func newEventFD() (int, error) {
-	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+func newEventFD() (*fd.FD, error) {
+	n, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
-		return -1, fmt.Errorf("eventfd: %w", err)
+		return nil, fmt.Errorf("eventfd: %w", err)
 	}
-	return fd, nil
+	return fd.New(n), nil
 }
 
 func signalEventFD(fd int) {
@@ -24,8 +26,6 @@ func drainEventFD(fd int) {
 	var b [8]byte
 	unix.Read(fd, b[:])
 }
-
-func closeFD(fd int) error { return unix.Close(fd) }
 
 // pollFDs sleeps until one of fds is readable.
 func pollFDs(fds ...int) error {

@@ -13,10 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ucgo/ucgo/internal/testproc"
 	"github.com/ucgo/ucgo/uct"
 )
-
-const roleEnv = "UCGO_SHM_CHILD"
 
 // AM ids used between test processes.
 const (
@@ -25,15 +24,14 @@ const (
 	amQuit  = 4
 )
 
+// Child roles: "echo" serves AMs, "pinned" does so on the last CPU,
+// "sleepy" waits in Arm/Wait between messages, "claimhang" claims a cell
+// of the parent's FIFO and hangs.
 func TestMain(m *testing.M) {
-	if role := os.Getenv(roleEnv); role != "" {
-		if err := runChild(role); err != nil {
-			fmt.Fprintln(os.Stderr, "child:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+	for _, role := range []string{"echo", "pinned", "sleepy", "claimhang"} {
+		testproc.Register(role, func() error { return runChild(role) })
 	}
-	os.Exit(m.Run())
+	testproc.Main(m)
 }
 
 func must[T any](v T, err error) T {
@@ -130,32 +128,15 @@ type child struct {
 	stdin             *os.File
 }
 
+// childStartup bounds the wait for a child's address.
+const childStartup = 60 * time.Second
+
 func startChild(t testing.TB, role string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), roleEnv+"="+role)
-	cmd.Stderr = os.Stderr
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdin = inR
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	inR.Close()
-	c := &child{cmd: cmd, stdin: inW}
-	t.Cleanup(func() {
-		inW.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	p := testproc.Start(t, testproc.Spec{Role: role})
+	c := &child{cmd: p.Cmd, stdin: p.Stdin}
 	var a, k, kr string
-	if _, err := fmt.Fscan(bufio.NewReader(out), &a, &k, &c.memAddr, &kr, &c.regAddr); err != nil {
+	if err := p.Scan(childStartup, &a, &k, &c.memAddr, &kr, &c.regAddr); err != nil {
 		t.Fatalf("reading child address: %v", err)
 	}
 	c.addr, _ = hex.DecodeString(a)

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/multierr"
 	"golang.org/x/sys/unix"
 
+	"github.com/ucgo/ucgo/internal/fd"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -21,7 +22,7 @@ func (*Component) OpenMD(uct.MDParams) (uct.MD, error) {
 	if err != nil {
 		return nil, err
 	}
-	fd, tab, err := memfdMap("ucgo-shm-keys", ktLen)
+	tfd, tab, err := memfdMap("ucgo-shm-keys", ktLen)
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +30,7 @@ func (*Component) OpenMD(uct.MDParams) (uct.MD, error) {
 	rand.Read(rb[:])
 	cookie := binary.LittleEndian.Uint64(rb[:])
 	ktInit(tab, cookie)
-	return &MD{pid: os.Getpid(), start: st, keyFD: fd, keys: tab, cookie: cookie, regs: map[int]*mem{}}, nil
+	return &MD{pid: os.Getpid(), start: st, keyFD: fd.New(tfd), keys: tab, cookie: cookie, regs: map[int]*mem{}}, nil
 }
 
 // MD is the shm memory domain. It owns the key table (see keytable_linux.go)
@@ -38,7 +39,7 @@ func (*Component) OpenMD(uct.MDParams) (uct.MD, error) {
 type MD struct {
 	pid    int
 	start  uint64
-	keyFD  int
+	keyFD  *fd.FD
 	keys   []byte
 	cookie uint64
 
@@ -75,7 +76,7 @@ func (m *MD) addMem(x *mem) error {
 	}
 	x.slot, x.gen = slot, m.gen
 	m.regs[slot] = x
-	ktPublish(m.keys, slot, keyEntry{gen: x.gen, access: x.access, base: x.Address(), length: uint64(len(x.buf)), fd: x.fd})
+	ktPublish(m.keys, slot, keyEntry{gen: x.gen, access: x.access, base: x.Address(), length: uint64(len(x.buf)), fd: x.fd.Int()})
 	return nil
 }
 
@@ -108,7 +109,7 @@ func (m *MD) Close() error {
 		}
 		m.regs = nil
 		m.mu.Unlock()
-		m.cerr = multierr.Combine(unix.Munmap(m.keys), unix.Close(m.keyFD))
+		m.cerr = multierr.Combine(unix.Munmap(m.keys), m.keyFD.Close())
 	})
 	return m.cerr
 }
@@ -117,7 +118,7 @@ func (m *MD) Close() error {
 type mem struct {
 	md     *MD
 	buf    []byte
-	fd     int
+	fd     *fd.FD // nil for registered memory
 	access uct.Access
 	slot   int
 	gen    uint32
@@ -131,7 +132,7 @@ func (m *MD) Register(buf []byte, access uct.Access) (uct.Mem, error) {
 	if len(buf) == 0 {
 		return nil, fmt.Errorf("shm register: empty buffer: %w", uct.ErrInvalidParam)
 	}
-	x := &mem{md: m, buf: buf, fd: -1, access: access}
+	x := &mem{md: m, buf: buf, access: access}
 	if err := m.addMem(x); err != nil {
 		return nil, err
 	}
@@ -143,14 +144,14 @@ func (m *MD) Alloc(size int, access uct.Access) (uct.Mem, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("shm alloc: size %d: %w", size, uct.ErrInvalidParam)
 	}
-	fd, b, err := memfdMap("ucgo-shm-mem", size)
+	mfd, b, err := memfdMap("ucgo-shm-mem", size)
 	if err != nil {
 		return nil, err
 	}
-	x := &mem{md: m, buf: b, fd: fd, access: access}
+	x := &mem{md: m, buf: b, fd: fd.New(mfd), access: access}
 	if err := m.addMem(x); err != nil {
 		unix.Munmap(b)
-		unix.Close(fd)
+		x.fd.Close()
 		return nil, err
 	}
 	return x, nil
@@ -198,8 +199,8 @@ func (x *mem) PackRKey() []byte {
 func (x *mem) Close() error {
 	x.once.Do(func() {
 		x.md.dropMem(x)
-		if x.fd >= 0 {
-			x.err = multierr.Append(unix.Munmap(x.buf), unix.Close(x.fd))
+		if x.fd != nil {
+			x.err = multierr.Append(unix.Munmap(x.buf), x.fd.Close())
 		}
 		x.buf = nil
 	})

@@ -150,3 +150,12 @@ func (ep *Endpoint) AtomicFetch(op uct.AtomicOp, size int, value, compare uint64
 	}
 	return err
 }
+
+const (
+	opAdd = iota
+	opAnd
+	opOr
+	opXor
+	opSwap
+	opCSwap
+)

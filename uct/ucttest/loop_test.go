@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/ucgo/ucgo/uct"
+	"github.com/ucgo/ucgo/uct/uctkit"
 )
 
 var loopReg = struct {
@@ -96,10 +97,10 @@ type loopIface struct {
 	handlers [uct.MaxAMID + 1]amHandler
 	rx       []loopMsg
 	eps      []*loopEP
-	notify   uct.Notifier
-	errs     uct.ErrorHandlerSlot
+	notify   uctkit.Notifier
+	errs     uctkit.ErrorHandlerSlot
 	events   *uct.EventQueue
-	dev      uct.DeviceWatchers
+	dev      uctkit.DeviceWatchers
 	closed   bool
 	wake     chan struct{}
 	work     []*loopWork

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ucgo/ucgo/internal/fd"
 	"github.com/ucgo/ucgo/internal/reuseport"
 )
 
@@ -23,22 +24,22 @@ import (
 // otherwise; peers then need that port in the device's address. Without
 // rocePort, local is bound as it is.
 func bindSocket(local netip.AddrPort, rocePort, share bool) (*socket, error) {
-	s := &socket{fd: -1}
+	s := &socket{}
 	if rocePort && share {
 		m, err := reuseport.Listen(local)
 		if err == nil {
-			fd, err := unix.FcntlInt(uintptr(m.FD()), unix.F_DUPFD_CLOEXEC, 0)
+			n, err := unix.FcntlInt(uintptr(m.FD()), unix.F_DUPFD_CLOEXEC, 0)
 			if err != nil {
 				return nil, errors.Join(fmt.Errorf("port sharing: dup: %w", err), m.Close())
 			}
-			s.fd, s.port, s.member = fd, local.Port(), m
+			s.fd, s.port, s.member = fd.New(n), local.Port(), m
 			return s, nil
 		}
 		s.shareErr = err
 	}
-	fd, err := bindUDP(local)
+	n, err := bindUDP(local)
 	if rocePort && errors.Is(err, unix.EADDRINUSE) {
-		fd, err = bindUDP(netip.AddrPortFrom(local.Addr(), 0))
+		n, err = bindUDP(netip.AddrPortFrom(local.Addr(), 0))
 	}
 	if err != nil {
 		if s.shareErr != nil {
@@ -46,10 +47,10 @@ func bindSocket(local netip.AddrPort, rocePort, share bool) (*socket, error) {
 		}
 		return nil, err
 	}
-	s.fd = fd
-	sn, err := unix.Getsockname(fd)
+	s.fd = fd.New(n)
+	sn, err := unix.Getsockname(n)
 	if err != nil {
-		unix.Close(fd)
+		s.fd.Close()
 		return nil, fmt.Errorf("getsockname: %w", err)
 	}
 	s.port = uint16(sn.(*unix.SockaddrInet4).Port)

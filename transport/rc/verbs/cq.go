@@ -5,8 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"go.uber.org/multierr"
-
+	"github.com/ucgo/ucgo/internal/fd"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -148,7 +147,7 @@ func (cq *CQ) pushLocked(wc *WC) {
 // device's progress engine while it waits.
 type CompChannel struct {
 	d      *Device
-	efd    int
+	efd    *fd.FD
 	mu     sync.Mutex
 	ready  []*CQ
 	wake   chan struct{}
@@ -157,16 +156,16 @@ type CompChannel struct {
 
 // NewCompChannel creates a completion channel.
 func (d *Device) NewCompChannel() (*CompChannel, error) {
-	fd, err := newEventFD()
+	n, err := newEventFD()
 	if err != nil {
 		return nil, fmt.Errorf("verbs: create comp channel: %w", err)
 	}
-	return &CompChannel{d: d, efd: fd, wake: make(chan struct{}, 1)}, nil
+	return &CompChannel{d: d, efd: fd.New(n), wake: make(chan struct{}, 1)}, nil
 }
 
 // Fd returns the channel's eventfd. It is readable while events wait;
 // GetCQEvent consumes them.
-func (c *CompChannel) Fd() int { return c.efd }
+func (c *CompChannel) Fd() int { return c.efd.Int() }
 
 func (c *CompChannel) notify(cq *CQ) {
 	c.mu.Lock()
@@ -176,7 +175,7 @@ func (c *CompChannel) notify(cq *CQ) {
 	}
 	c.ready = append(c.ready, cq)
 	c.mu.Unlock()
-	eventFDSignal(c.efd)
+	eventFDSignal(c.efd.Int())
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -193,7 +192,7 @@ func (c *CompChannel) TryGetCQEvent() *CQ {
 	cq := c.ready[0]
 	c.ready = c.ready[1:]
 	if len(c.ready) == 0 {
-		eventFDDrain(c.efd)
+		eventFDDrain(c.efd.Int())
 	}
 	return cq
 }
@@ -220,7 +219,7 @@ func (c *CompChannel) GetCQEvent(ctx context.Context) (*CQ, error) {
 		if cq := c.TryGetCQEvent(); cq != nil {
 			return cq, nil
 		}
-		if err := c.d.wait(ctx, c.efd); err != nil {
+		if err := c.d.wait(ctx, c.efd.Int()); err != nil {
 			return nil, err
 		}
 	}
@@ -234,5 +233,5 @@ func (c *CompChannel) Close() error {
 		return nil
 	}
 	c.closed = true
-	return multierr.Combine(closeFD(c.efd))
+	return c.efd.Close()
 }

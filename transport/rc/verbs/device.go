@@ -13,6 +13,7 @@ import (
 
 	"github.com/ucgo/ucgo/internal/roce"
 	"github.com/ucgo/ucgo/uct"
+	"github.com/ucgo/ucgo/uct/uctkit"
 )
 
 // MTU is the IB path MTU enumeration (ibv_mtu).
@@ -150,7 +151,7 @@ type Device struct {
 	sock   *socket
 	events *uct.EventQueue
 	// Watchers are told about port up and down.
-	Watchers uct.DeviceWatchers
+	Watchers uctkit.DeviceWatchers
 
 	mrs    map[uint32]*MR
 	qps    map[uint32]*QP
@@ -369,7 +370,7 @@ func (d *Device) Counters() Counters {
 // Fd returns the UDP socket's descriptor, readable when packets wait. A
 // caller with its own poll loop runs Progress when it is readable and
 // at least every NextTimeout.
-func (d *Device) Fd() int { return d.sock.fd }
+func (d *Device) Fd() int { return d.sock.fd.Int() }
 
 func (d *Device) rand() uint64 { return d.rng.Uint64() }
 

@@ -71,7 +71,7 @@ func (qp *QP) sendDeferredAck() {
 		}
 	}
 	qp.respondLocked(1 << 30)
-	d.tx.flush(d.sock.fd, &d.ctr)
+	d.tx.flush(d.sock.fd.Int(), &d.ctr)
 }
 
 // unready drops qp from the engine's lists (RESET, ERR, destroy).
@@ -117,7 +117,7 @@ func (d *Device) emit(p *roce.Packet, dst netip.AddrPort) {
 	n := p.WireLen()
 	i, ok := d.tx.slot(dst, p.BTH.DestQP, n)
 	if !ok {
-		d.tx.flush(d.sock.fd, &d.ctr)
+		d.tx.flush(d.sock.fd.Int(), &d.ctr)
 		i, _ = d.tx.slot(dst, p.BTH.DestQP, n)
 	}
 	// In a GSO message the kernel gives the k-th segment IP ID k, which
@@ -148,7 +148,7 @@ func (d *Device) progressLocked() {
 	d.armWatchdog(now)
 	d.promoteAcks()
 	for round := 0; round < maxRxRounds; round++ {
-		n, err := d.rx.recv(d.sock.fd)
+		n, err := d.rx.recv(d.sock.fd.Int())
 		d.rxFailedLocked(err)
 		for i := 0; i < n; i++ {
 			b, src := d.rx.packet(i)
@@ -191,7 +191,7 @@ func (d *Device) transmit() {
 		}
 		if len(d.ready) > 0 {
 			// QPs out of budget: let the socket drain first.
-			d.tx.flush(d.sock.fd, &d.ctr)
+			d.tx.flush(d.sock.fd.Int(), &d.ctr)
 			break
 		}
 	}
@@ -204,7 +204,7 @@ func (d *Device) flushTx() {
 	if d.tx.n > 0 && len(d.acks) > 0 {
 		d.rideAcks()
 	}
-	d.tx.flush(d.sock.fd, &d.ctr)
+	d.tx.flush(d.sock.fd.Int(), &d.ctr)
 }
 
 func (d *Device) runTimers(now int64) {
@@ -293,7 +293,7 @@ func (d *Device) wait(ctx context.Context, extraFd int) error {
 			t = max(0, r)
 		}
 	}
-	fds := []int{d.sock.fd}
+	fds := []int{d.sock.fd.Int()}
 	if extraFd >= 0 {
 		fds = append(fds, extraFd)
 	}

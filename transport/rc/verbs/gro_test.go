@@ -71,7 +71,7 @@ func TestGROReceivesGSOMessageWhole(t *testing.T) {
 	var n int
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		var err error
-		n, err = rx.rx.recv(rx.sock.fd)
+		n, err = rx.rx.recv(rx.sock.fd.Int())
 		if n > 0 {
 			break
 		}
@@ -81,7 +81,7 @@ func TestGROReceivesGSOMessageWhole(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("nothing received within 10 s")
 		}
-		pollFds([]int{rx.sock.fd}, 100*time.Millisecond)
+		pollFds([]int{rx.sock.fd.Int()}, 100*time.Millisecond)
 	}
 	if n != 1 {
 		t.Fatalf("received %d datagrams, want the message coalesced into one", n)

@@ -366,22 +366,15 @@ func (qp *QP) recvAtomic(p *roce.Packet) {
 
 // duplicate answers a request the responder has already executed: READs
 // and atomics are replayed from the responder resources; a SEND or WRITE
-// packet is ACKed again if it asks for an ACK (AckReq), with its own PSN,
-// or with the latest PSN while a message is being received (a PSN that
-// ends no message).
+// packet that asks for an ACK (AckReq) is ACKed again with its own PSN, or,
+// in the middle of a message, with the latest PSN (which ends no message).
 //
-// Neither more nor later: the ACK of a retransmitted packet must not
-// reach past the packets the requester is resending. rdma_rxe's completer
-// (Linux 6.1) completes a WQE whose last PSN is ACKed again while its
-// requester is still resending that WQE (check_psn: an ACK below the
-// expected PSN that equals the WQE's last PSN completes it); the
-// application then posts its next WR, and with a send queue of one
-// entry the requester finds its WQE index equal to the producer index,
-// takes the queue for empty and never sends again. Re-ACKing every
-// duplicate with the latest PSN did exactly that when rxe resent a
-// 64-packet SEND that its early timer took for lost (see
-// bench/rcpingpong's doc). The requester asks for an ACK on the last
-// packet of each message, so nothing it waits for goes unanswered.
+// The ACK never reaches past the packets the requester is resending.
+// rxe quirk (Linux 6.1 completer, check_psn): an ACK equal to a WQE's last
+// PSN completes that WQE even while it is being resent; with a one-entry
+// send queue the requester then takes its queue for empty and stops.
+// Requesters ask for an ACK on each message's last packet, so nothing they
+// wait for goes unanswered.
 func (qp *QP) duplicate(p *roce.Packet) {
 	r := &qp.resp
 	psn := p.BTH.PSN

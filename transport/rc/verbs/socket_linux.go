@@ -13,12 +13,13 @@ import (
 	"go.uber.org/multierr"
 	"golang.org/x/sys/unix"
 
+	"github.com/ucgo/ucgo/internal/fd"
 	"github.com/ucgo/ucgo/internal/reuseport"
 )
 
 // socket is the device's non-blocking UDP socket.
 type socket struct {
-	fd   int
+	fd   *fd.FD
 	port uint16
 	gso  bool
 	gro  bool // UDP GRO is on (gro_linux.go)
@@ -33,7 +34,7 @@ func openSocket(local netip.AddrPort, bufSize int, gso, rocePort, share bool) (*
 	if err != nil {
 		return nil, err
 	}
-	fd := s.fd
+	fd := s.fd.Int()
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, bufSize); err != nil {
 		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, bufSize)
 	}
@@ -54,13 +55,12 @@ func openSocket(local netip.AddrPort, bufSize int, gso, rocePort, share bool) (*
 }
 
 func (s *socket) close() error {
-	if s.fd < 0 {
+	if s.fd.Int() < 0 {
 		return nil
 	}
 	// The descriptor first: the member's Close frees the slot and removes
 	// the group's pins only once the socket is gone.
-	err := unix.Close(s.fd)
-	s.fd = -1
+	err := s.fd.Close()
 	if s.member != nil {
 		err = multierr.Append(err, s.member.Close())
 	}
@@ -319,8 +319,6 @@ func eventFDDrain(fd int) {
 	var b [8]byte
 	_, _ = unix.Read(fd, b[:])
 }
-
-func closeFD(fd int) error { return unix.Close(fd) }
 
 // pollFds waits until one of fds is readable or timeout passes.
 func pollFds(fds []int, timeout time.Duration) {

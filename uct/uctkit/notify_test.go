@@ -1,18 +1,20 @@
-package uct
+package uctkit
 
 import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/ucgo/ucgo/uct"
 )
 
 type notifyRec struct {
 	order []string
-	infos []CompletionInfo
+	infos []uct.CompletionInfo
 	errs  []error
 }
 
-func (r *notifyRec) h(arg any, c CompletionInfo, err error) {
+func (r *notifyRec) h(arg any, c uct.CompletionInfo, err error) {
 	r.order = append(r.order, arg.(string))
 	r.infos = append(r.infos, c)
 	r.errs = append(r.errs, err)
@@ -21,7 +23,7 @@ func (r *notifyRec) h(arg any, c CompletionInfo, err error) {
 func TestNotifier(t *testing.T) {
 	var n Notifier
 	var r notifyRec
-	if err := n.Notify(nil, nil); !errors.Is(err, ErrInvalidParam) {
+	if err := n.Notify(nil, nil); !errors.Is(err, uct.ErrInvalidParam) {
 		t.Errorf("Notify(nil) = %v", err)
 	}
 	// No completion yet: queued.
@@ -31,11 +33,11 @@ func TestNotifier(t *testing.T) {
 	if len(r.order) != 0 || n.Waiting() != 3 {
 		t.Fatalf("handlers ran before a completion: %v, waiting %d", r.order, n.Waiting())
 	}
-	n.Completed(CompletionInfo{Queue: NotifyRecv})
+	n.Completed(uct.CompletionInfo{Queue: uct.NotifyRecv})
 	if len(r.order) != 1 || r.order[0] != "a" {
 		t.Fatalf("one completion ran %v, want [a]", r.order)
 	}
-	n.CompletedN(4, CompletionInfo{Queue: NotifyRecv}) // runs b, c; two are remembered
+	n.CompletedN(4, uct.CompletionInfo{Queue: uct.NotifyRecv}) // runs b, c; two are remembered
 	if strings.Join(r.order, "") != "abc" {
 		t.Fatalf("handlers ran as %v, want in completion order a b c", r.order)
 	}
@@ -53,13 +55,13 @@ func TestNotifier(t *testing.T) {
 	}
 	n.Notify(r.h, "later2")
 	n.Cancel()
-	if len(r.order) != 7 || !errors.Is(r.errs[5], ErrCanceled) || !errors.Is(r.errs[6], ErrCanceled) || r.order[5] != "later" {
+	if len(r.order) != 7 || !errors.Is(r.errs[5], uct.ErrCanceled) || !errors.Is(r.errs[6], uct.ErrCanceled) || r.order[5] != "later" {
 		t.Fatalf("Cancel ran %v with %v", r.order[5:], r.errs[5:])
 	}
-	if err := n.Notify(r.h, "x"); !errors.Is(err, ErrClosed) {
+	if err := n.Notify(r.h, "x"); !errors.Is(err, uct.ErrClosed) {
 		t.Errorf("Notify after Cancel = %v, want ErrClosed", err)
 	}
-	n.Completed(CompletionInfo{Queue: NotifySend})
+	n.Completed(uct.CompletionInfo{Queue: uct.NotifySend})
 	if len(r.order) != 7 {
 		t.Error("handler ran after Cancel")
 	}
@@ -71,11 +73,11 @@ func TestNotifier(t *testing.T) {
 func TestNotifierEveryWaitingCompletion(t *testing.T) {
 	var n Notifier
 	var r notifyRec
-	type fakeEP struct{ Endpoint }
+	type fakeEP struct{ uct.Endpoint }
 	e1, e2 := &fakeEP{}, &fakeEP{}
-	n.Completed(CompletionInfo{Endpoint: e1, Queue: NotifySend})
-	n.Completed(CompletionInfo{Queue: NotifyRecv})
-	n.Completed(CompletionInfo{Endpoint: e2, Queue: NotifySend})
+	n.Completed(uct.CompletionInfo{Endpoint: e1, Queue: uct.NotifySend})
+	n.Completed(uct.CompletionInfo{Queue: uct.NotifyRecv})
+	n.Completed(uct.CompletionInfo{Endpoint: e2, Queue: uct.NotifySend})
 	for _, name := range []string{"1", "2", "3"} {
 		if err := n.Notify(r.h, name); err != nil {
 			t.Fatal(err)
@@ -84,7 +86,7 @@ func TestNotifierEveryWaitingCompletion(t *testing.T) {
 	if strings.Join(r.order, "") != "123" {
 		t.Fatalf("three waiting completions ran handlers %v, want 1 2 3", r.order)
 	}
-	want := []CompletionInfo{{e1, NotifySend}, {nil, NotifyRecv}, {e2, NotifySend}}
+	want := []uct.CompletionInfo{{Endpoint: e1, Queue: uct.NotifySend}, {Endpoint: nil, Queue: uct.NotifyRecv}, {Endpoint: e2, Queue: uct.NotifySend}}
 	for i, c := range r.infos {
 		if c != want[i] || r.errs[i] != nil {
 			t.Errorf("handler %d got %+v, %v; want %+v, nil", i+1, c, r.errs[i], want[i])
@@ -99,15 +101,15 @@ func TestNotifierEveryWaitingCompletion(t *testing.T) {
 // to NotifyBacklog; the rest are counted as overflows.
 func TestNotifierBacklogBound(t *testing.T) {
 	var n Notifier
-	n.CompletedN(NotifyBacklog+10, CompletionInfo{Queue: NotifyRecv})
-	n.Completed(CompletionInfo{Queue: NotifyRecv})
-	if n.Remembered() != NotifyBacklog || n.Overflows() != 11 {
-		t.Fatalf("remembered %d, overflows %d; want %d, 11", n.Remembered(), n.Overflows(), NotifyBacklog)
+	n.CompletedN(uct.NotifyBacklog+10, uct.CompletionInfo{Queue: uct.NotifyRecv})
+	n.Completed(uct.CompletionInfo{Queue: uct.NotifyRecv})
+	if n.Remembered() != uct.NotifyBacklog || n.Overflows() != 11 {
+		t.Fatalf("remembered %d, overflows %d; want %d, 11", n.Remembered(), n.Overflows(), uct.NotifyBacklog)
 	}
 	ran := 0
-	n.Notify(func(any, CompletionInfo, error) { ran++ }, nil)
-	n.Completed(CompletionInfo{Queue: NotifySend}) // room again: remembered
-	if ran != 1 || n.Remembered() != NotifyBacklog || n.Overflows() != 11 {
+	n.Notify(func(any, uct.CompletionInfo, error) { ran++ }, nil)
+	n.Completed(uct.CompletionInfo{Queue: uct.NotifySend}) // room again: remembered
+	if ran != 1 || n.Remembered() != uct.NotifyBacklog || n.Overflows() != 11 {
 		t.Fatalf("after one Notify: ran %d, remembered %d, overflows %d", ran, n.Remembered(), n.Overflows())
 	}
 }
@@ -115,8 +117,8 @@ func TestNotifierBacklogBound(t *testing.T) {
 func TestNotifierHandlerMayRenotify(t *testing.T) {
 	var n Notifier
 	count := 0
-	var h NotifyHandler
-	h = func(any, CompletionInfo, error) {
+	var h uct.NotifyHandler
+	h = func(any, uct.CompletionInfo, error) {
 		count++
 		if count < 3 {
 			if err := n.Notify(h, nil); err != nil {
@@ -125,9 +127,9 @@ func TestNotifierHandlerMayRenotify(t *testing.T) {
 		}
 	}
 	n.Notify(h, nil)
-	n.Completed(CompletionInfo{Queue: NotifyRecv})
-	n.Completed(CompletionInfo{Queue: NotifyRecv})
-	n.Completed(CompletionInfo{Queue: NotifyRecv})
+	n.Completed(uct.CompletionInfo{Queue: uct.NotifyRecv})
+	n.Completed(uct.CompletionInfo{Queue: uct.NotifyRecv})
+	n.Completed(uct.CompletionInfo{Queue: uct.NotifyRecv})
 	if count != 3 {
 		t.Errorf("re-arming handler ran %d times over 3 completions, want 3", count)
 	}
@@ -136,18 +138,18 @@ func TestNotifierHandlerMayRenotify(t *testing.T) {
 // TestNotifierForget: a closed endpoint's remembered completions stay
 // remembered but no longer name it; others' keep theirs.
 func TestNotifierForget(t *testing.T) {
-	type ep struct{ Endpoint }
+	type ep struct{ uct.Endpoint }
 	a, b := &ep{}, &ep{}
 	var n Notifier
-	n.Completed(CompletionInfo{Endpoint: a, Queue: NotifySend})
-	n.Completed(CompletionInfo{Endpoint: b, Queue: NotifySend})
-	n.Completed(CompletionInfo{Endpoint: a, Queue: NotifySend})
+	n.Completed(uct.CompletionInfo{Endpoint: a, Queue: uct.NotifySend})
+	n.Completed(uct.CompletionInfo{Endpoint: b, Queue: uct.NotifySend})
+	n.Completed(uct.CompletionInfo{Endpoint: a, Queue: uct.NotifySend})
 	n.Forget(a)
-	var got []CompletionInfo
+	var got []uct.CompletionInfo
 	for i := 0; i < 3; i++ {
-		n.Notify(func(_ any, c CompletionInfo, _ error) { got = append(got, c) }, nil)
+		n.Notify(func(_ any, c uct.CompletionInfo, _ error) { got = append(got, c) }, nil)
 	}
-	if len(got) != 3 || got[0].Endpoint != nil || got[1].Endpoint != b || got[2].Endpoint != nil || got[0].Queue != NotifySend {
+	if len(got) != 3 || got[0].Endpoint != nil || got[1].Endpoint != b || got[2].Endpoint != nil || got[0].Queue != uct.NotifySend {
 		t.Fatalf("after Forget(a): %+v", got)
 	}
 }

@@ -1,0 +1,180 @@
+package shm
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ucgo/ucgo/uct"
+)
+
+// The FIFO in use: Progress drains this iface's receive ring; send and
+// the AM operations claim and publish cells in the peer's ring.
+
+// Progress delivers received AMs and dispatches pending requests.
+func (it *Iface) Progress() int {
+	if it.closed.Load() || it.disabled.Load() != nil {
+		return 0 // a disabled device receives nothing
+	}
+	it.releaseDelivered()
+	n := 0
+	for n < 64 && it.rx.ready(it.head) {
+		it.releaseDelivered()
+		c := it.rx.cell(it.head)
+		ln := int(*u32at(c, 8))
+		id := c[12] & uct.MaxAMID
+		var data []byte
+		if ln <= inlineMax {
+			data = c[cellHdr : cellHdr+ln]
+		} else {
+			data = it.rx.buf(it.head)[:ln]
+		}
+		if e := it.handler[id]; e.hs != nil {
+			e.hs(e.arg, data, 0, uct.AMSource(*u64at(c, cellSrc)))
+		} else if e.h != nil {
+			e.h(e.arg, data, 0)
+		}
+		it.head++
+		n++
+	}
+	if n > 0 {
+		it.notify.CompletedN(n, uct.CompletionInfo{Queue: uct.NotifyRecv})
+	} else if it.idle++; it.idle&1023 == 0 {
+		it.checkStuck()
+	}
+	if it.pendingN.Load() == 0 {
+		return n
+	}
+	it.mu.Lock()
+	var pend []*Endpoint
+	for ep := range it.eps {
+		if len(ep.pending) > 0 {
+			pend = append(pend, ep)
+		}
+	}
+	it.mu.Unlock()
+	for _, ep := range pend {
+		n += ep.dispatchPending()
+	}
+	return n
+}
+
+// releaseDelivered hands the cell that Progress delivered last back to
+// the producers. Releasing a cell is a store to a cache line that the
+// producer wrote and the consumer only read: the store waits until the
+// producer's copy is invalidated, a round trip between the cores. Done
+// right after the handler it delays whatever the handler started, such as
+// the answer of a ping-pong, which the caller sends after Progress
+// returns; so Progress releases each cell before it delivers the next
+// one, or on its next call. A receiver that stops calling Progress holds
+// at most one delivered cell, and one that sleeps after an empty Progress
+// holds none.
+func (it *Iface) releaseDelivered() {
+	for ; it.freed != it.head; it.freed++ {
+		it.rx.release(it.freed)
+	}
+}
+
+// stuckAfter is how long a claimed, unpublished head cell waits before the
+// receiver asks whether its writer is still alive.
+const stuckAfter = 100 * time.Millisecond
+
+// checkStuck skips the head cell if the process that claimed it died
+// before publishing it (slow path, every 1024 empty polls).
+func (it *Iface) checkStuck() {
+	pid := it.rx.stuckOwner(it.head)
+	if pid == 0 {
+		return
+	}
+	now := time.Now()
+	if it.stuckSince.IsZero() || it.stuckHead != it.head {
+		it.stuckHead, it.stuckSince = it.head, now
+		return
+	}
+	if now.Sub(it.stuckSince) < stuckAfter || processAlive(pid) {
+		return
+	}
+	it.releaseDelivered()
+	it.rx.release(it.head)
+	it.head++
+	it.freed = it.head
+	it.stuckSince = time.Time{}
+}
+
+func (ep *Endpoint) send(op string, id uint8, parts ...[]byte) (int, error) {
+	if err := ep.check(op); err != nil {
+		return 0, err
+	}
+	if id > uct.MaxAMID {
+		return 0, ep.opErr(op, uct.ErrInvalidParam, nil)
+	}
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if n > bufSize {
+		return 0, ep.opErr(op, uct.ErrInvalidParam, fmt.Errorf("%d bytes > %d", n, bufSize))
+	}
+	t, ok := ep.tx.reserve(ep.it.me)
+	if !ok {
+		return 0, ep.noResource(op)
+	}
+	c := ep.tx.cell(t)
+	var dst []byte
+	if n <= inlineMax {
+		dst = c[cellHdr:]
+	} else {
+		dst = ep.tx.buf(t)
+	}
+	off := 0
+	for _, p := range parts {
+		off += copy(dst[off:], p)
+	}
+	*u32at(c, 8) = uint32(n)
+	c[12] = id
+	*u64at(c, cellSrc) = ep.it.src
+	ep.tx.publish(t)
+	return n, nil
+}
+
+// AMShort sends header and payload through the FIFO.
+func (ep *Endpoint) AMShort(id uint8, header uint64, payload []byte) error {
+	if len(payload) > inlineMax-8 {
+		return ep.opErr("am_short", uct.ErrInvalidParam, nil)
+	}
+	if err := ep.check("am_short"); err != nil {
+		return err
+	}
+	if id > uct.MaxAMID {
+		return ep.opErr("am_short", uct.ErrInvalidParam, nil)
+	}
+	t, ok := ep.tx.reserve(ep.it.me)
+	if !ok {
+		return ep.noResource("am_short")
+	}
+	c := ep.tx.cell(t)
+	*u64at(c, cellHdr) = header
+	copy(c[cellHdr+8:], payload)
+	*u32at(c, 8) = uint32(8 + len(payload))
+	c[12] = id
+	*u64at(c, cellSrc) = ep.it.src
+	ep.tx.publish(t)
+	return nil
+}
+
+// AMBcopy sends header and payload as one message.
+func (ep *Endpoint) AMBcopy(id uint8, header, payload []byte) (int, error) {
+	return ep.send("am_bcopy", id, header, payload)
+}
+
+// AMZcopy sends header and iov; the data is copied before it returns, so
+// it completes at once (nil) and comp is not invoked.
+func (ep *Endpoint) AMZcopy(id uint8, header []byte, iov [][]byte, comp *uct.Completion) error {
+	if len(header) > 64 || len(iov) > 16 {
+		return ep.opErr("am_zcopy", uct.ErrInvalidParam, nil)
+	}
+	parts := make([][]byte, 0, len(iov)+1)
+	parts = append(parts, header)
+	parts = append(parts, iov...)
+	_, err := ep.send("am_zcopy", id, parts...)
+	return err
+}
