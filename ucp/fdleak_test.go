@@ -55,21 +55,7 @@ func TestWorkerCloseLeaksNoDescriptor(t *testing.T) {
 					}
 				}
 			}
-			round() // the runtime's own descriptors (poller) open on first use
-			before, err := fd.List()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := 0; i < 3; i++ {
-				round()
-			}
-			after, err := fd.List()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if l := fd.Leaked(before, after); len(l) > 0 {
-				t.Fatalf("descriptors left open by closed workers: %v", fd.Describe(l))
-			}
+			fd.CheckRounds(t, "closed workers", round)
 		})
 	}
 }

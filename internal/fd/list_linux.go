@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"testing"
 )
 
 // List returns the descriptors open in this process, sorted, from
@@ -55,4 +56,27 @@ func Describe(ns []int) []string {
 		out[i] = strconv.Itoa(n) + " -> " + t
 	}
 	return out
+}
+
+// CheckRounds runs round once (the runtime opens its own descriptors,
+// such as the poller's, on first use), lists the open descriptors, runs
+// round three more times and fails tb, naming them, if descriptors were
+// left open: round must close everything it opens.
+func CheckRounds(tb testing.TB, what string, round func()) {
+	tb.Helper()
+	round()
+	before, err := List()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		round()
+	}
+	after, err := List()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if l := Leaked(before, after); len(l) > 0 {
+		tb.Fatalf("descriptors left open by %s: %v", what, Describe(l))
+	}
 }

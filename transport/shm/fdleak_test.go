@@ -57,19 +57,5 @@ func TestCloseLeaksNoDescriptor(t *testing.T) {
 			}
 		}
 	}
-	round() // the runtime's own descriptors (poller) open on first use
-	before, err := fd.List()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 3; i++ {
-		round()
-	}
-	after, err := fd.List()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l := fd.Leaked(before, after); len(l) > 0 {
-		t.Fatalf("descriptors left open by closed objects: %v", fd.Describe(l))
-	}
+	fd.CheckRounds(t, "closed objects", round)
 }
