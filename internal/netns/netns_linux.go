@@ -1,8 +1,6 @@
 package netns
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -99,19 +97,10 @@ func RequireRoot(tb testing.TB) {
 // earlier.
 func NewPair(tb testing.TB, opts ...Option) (*Pair, error) {
 	tb.Helper()
-	RequireRoot(tb)
-	p, err := newPair(opts)
-	if p != nil {
-		tb.Cleanup(func() {
-			if err := p.Close(); err != nil {
-				tb.Errorf("netns cleanup: %v", err)
-			}
-		})
-	}
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
+	return forTest(tb, func() (*Pair, bool, error) {
+		p, err := newPair(opts)
+		return p, p != nil, err
+	})
 }
 
 // New is [NewPair] for programs: it returns an error wrapping [ErrNotRoot]
@@ -134,21 +123,15 @@ func New(opts ...Option) (*Pair, error) {
 // newPair builds the pair; on error the returned pair (if not nil) holds
 // what was created and must be closed.
 func newPair(opts []Option) (*Pair, error) {
-	cfg := config{mtu: DefaultMTU}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	var rnd [4]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
+	nm, err := newNaming(opts)
+	if err != nil {
 		return nil, err
 	}
-	Sweep()
-	base := fmt.Sprintf("%s%d-%s", Prefix, os.Getpid(), hex.EncodeToString(rnd[:]))
-	x, y := 16+rnd[0]%224, rnd[1]
+	base, x, y := nm.base, nm.x, nm.y
 	p := &Pair{
 		A:   &NS{name: base + "-a", link: "ucgo-a", prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, x, y, 1}), 24)},
 		B:   &NS{name: base + "-b", link: "ucgo-b", prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, x, y, 2}), 24)},
-		MTU: cfg.mtu,
+		MTU: nm.cfg.mtu,
 	}
 	if err := p.setup(); err != nil {
 		return p, err

@@ -1,12 +1,9 @@
 package netns
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"sync"
 	"testing"
 
@@ -38,37 +35,22 @@ const maxRails = 8
 // tb.Cleanup deletes everything, [Rails.Close] does it earlier.
 func NewRails(tb testing.TB, n int, opts ...Option) (*Rails, error) {
 	tb.Helper()
-	RequireRoot(tb)
-	r, err := newRails(n, opts)
-	if r != nil {
-		tb.Cleanup(func() {
-			if err := r.Close(); err != nil {
-				tb.Errorf("netns cleanup: %v", err)
-			}
-		})
-	}
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return forTest(tb, func() (*Rails, bool, error) {
+		r, err := newRails(n, opts)
+		return r, r != nil, err
+	})
 }
 
 func newRails(n int, opts []Option) (*Rails, error) {
 	if n < 1 || n > maxRails {
 		return nil, fmt.Errorf("netns: %d rails (1..%d)", n, maxRails)
 	}
-	cfg := config{mtu: DefaultMTU}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	var rnd [4]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
+	nm, err := newNaming(opts)
+	if err != nil {
 		return nil, err
 	}
-	Sweep()
-	base := fmt.Sprintf("%s%d-%s", Prefix, os.Getpid(), hex.EncodeToString(rnd[:]))
-	x, y := 16+rnd[0]%224, rnd[1]%(256-maxRails)
-	r := &Rails{MTU: cfg.mtu}
+	base, x, y := nm.base, nm.x, nm.y%(256-maxRails)
+	r := &Rails{MTU: nm.cfg.mtu}
 	for i := 0; i < n; i++ {
 		sub := [4]byte{10, x, y + byte(i), 0}
 		a, b := sub, sub

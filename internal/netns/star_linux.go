@@ -1,12 +1,9 @@
 package netns
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"testing"
 
@@ -41,37 +38,22 @@ const maxStar = 250
 // members' [NS.SetLink] cuts one member off the others.
 func NewStar(tb testing.TB, n int, opts ...Option) (*Star, error) {
 	tb.Helper()
-	RequireRoot(tb)
-	s, err := newStar(n, opts)
-	if s != nil {
-		tb.Cleanup(func() {
-			if err := s.Close(); err != nil {
-				tb.Errorf("netns cleanup: %v", err)
-			}
-		})
-	}
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
+	return forTest(tb, func() (*Star, bool, error) {
+		s, err := newStar(n, opts)
+		return s, s != nil, err
+	})
 }
 
 func newStar(n int, opts []Option) (*Star, error) {
 	if n < 1 || n > maxStar {
 		return nil, fmt.Errorf("netns: star of %d namespaces (1..%d)", n, maxStar)
 	}
-	cfg := config{mtu: DefaultMTU}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	var rnd [4]byte
-	if _, err := rand.Read(rnd[:]); err != nil {
+	nm, err := newNaming(opts)
+	if err != nil {
 		return nil, err
 	}
-	Sweep()
-	base := fmt.Sprintf("%s%d-%s", Prefix, os.Getpid(), hex.EncodeToString(rnd[:]))
-	x, y := 16+rnd[0]%224, rnd[1]
-	s := &Star{MTU: cfg.mtu, name: base}
+	base, x, y := nm.base, nm.x, nm.y
+	s := &Star{MTU: nm.cfg.mtu, name: base}
 	for i := 0; i < n; i++ {
 		s.NS = append(s.NS, &NS{name: fmt.Sprintf("%s-%d", base, i), link: fmt.Sprintf("ucgo-%d", i),
 			prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, x, y, byte(i + 1)}), 24)})
