@@ -13,12 +13,7 @@ import (
 // TestCompareSmoke runs compare on one test and one size with both tools
 // and checks every output file.
 func TestCompareSmoke(t *testing.T) {
-	if _, err := exec.LookPath("ucx_perftest"); err != nil {
-		t.Skip("ucx_perftest is not installed (Debian: apt-get install ucx-utils); skipping the end-to-end run")
-	}
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("the go command is needed to build bench/perftest")
-	}
+	requireTools(t)
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"-t", "am_lat,put_bw", "-x", "shm", "-s", "8,1k", "-n", "300", "-w", "10", "-r", "2", "-o", out, "-no-install"}, &stdout, &stderr)
@@ -88,12 +83,7 @@ func TestCompareSmoke(t *testing.T) {
 // TestCompareRCLoopback runs the rc-lo row: ours over lo against UCX's tcp
 // over lo, one pair.
 func TestCompareRCLoopback(t *testing.T) {
-	if _, err := exec.LookPath("ucx_perftest"); err != nil {
-		t.Skip("ucx_perftest is not installed (Debian: apt-get install ucx-utils); skipping the end-to-end run")
-	}
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("the go command is needed to build bench/perftest")
-	}
+	requireTools(t)
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"-t", "am_lat", "-x", "rc-lo", "-s", "8", "-n", "300", "-w", "10", "-r", "1", "-o", out, "-no-install"}, &stdout, &stderr)
@@ -107,5 +97,17 @@ func TestCompareRCLoopback(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "rc-lo.svg")); err != nil {
 		t.Error(err)
+	}
+}
+
+// requireTools skips an end-to-end run without UCX's ucx_perftest or the
+// go command (which builds bench/perftest).
+func requireTools(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("ucx_perftest"); err != nil {
+		t.Skip("ucx_perftest is not installed (Debian: apt-get install ucx-utils); skipping the end-to-end run")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the go command is needed to build bench/perftest")
 	}
 }
