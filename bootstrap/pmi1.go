@@ -18,8 +18,8 @@ type PMI1 struct {
 	rw io.ReadWriteCloser
 	r  *bufio.Reader
 
-	rank, size, appNum int
-	kvs                string
+	job
+	kvs string
 	// Limits from get_maxes.
 	maxKVSName, maxKey, maxValue int
 }
@@ -36,7 +36,7 @@ func newPMI1(rw io.ReadWriteCloser, br *bufio.Reader, rank, size int) (*PMI1, er
 	if size < 1 || rank < 0 || rank >= size {
 		return nil, fmt.Errorf("pmi: rank %d of size %d", rank, size)
 	}
-	c := &PMI1{rw: rw, r: br, rank: rank, size: size}
+	c := &PMI1{rw: rw, r: br, job: job{rank: rank, size: size}}
 	r, err := c.call("cmd=init pmi_version=1 pmi_subversion=1", "response_to_init")
 	if err != nil {
 		return nil, err
@@ -87,18 +87,8 @@ func (c *PMI1) setup() error {
 	return nil
 }
 
-// Rank is this process's rank (0..Size-1).
-func (c *PMI1) Rank() int { return c.rank }
-
-// Size is the number of ranks in the job.
-func (c *PMI1) Size() int { return c.size }
-
 // Version is 1.
 func (c *PMI1) Version() int { return 1 }
-
-// AppNum is the application number (the executable's place on an MPMD
-// command line).
-func (c *PMI1) AppNum() int { return c.appNum }
 
 // KVS is the name of the job's key-value space.
 func (c *PMI1) KVS() string { return c.kvs }

@@ -20,9 +20,9 @@ type PMI2 struct {
 	rw io.ReadWriteCloser
 	r  *bufio.Reader
 
-	rank, size, appNum int
-	jobID              string
-	fences             int // Barriers so far
+	job
+	jobID  string
+	fences int // Barriers so far
 }
 
 // NewPMI2 initialises a PMI-2 client over rw for the given rank
@@ -73,7 +73,7 @@ func negotiate(rw io.ReadWriteCloser, br *bufio.Reader, rank, size int, jobID st
 		if size < 1 || rank < 0 || rank >= size {
 			return nil, fmt.Errorf("pmi: rank %d of size %d", rank, size)
 		}
-		c := &PMI1{rw: rw, r: br, rank: rank, size: size}
+		c := &PMI1{rw: rw, r: br, job: job{rank: rank, size: size}}
 		if err := c.setup(); err != nil {
 			return nil, err
 		}
@@ -141,17 +141,8 @@ func (c *PMI2) fullinit(rank int, jobID string) error {
 	return nil
 }
 
-// Rank is this process's rank (0..Size-1).
-func (c *PMI2) Rank() int { return c.rank }
-
-// Size is the number of ranks in the job.
-func (c *PMI2) Size() int { return c.size }
-
 // Version is 2.
 func (c *PMI2) Version() int { return 2 }
-
-// AppNum is the application number (0 without an MPMD command line).
-func (c *PMI2) AppNum() int { return c.appNum }
 
 // JobID is the job's id, which names its key-value space.
 func (c *PMI2) JobID() string { return c.jobID }
