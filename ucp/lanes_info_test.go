@@ -14,26 +14,7 @@ func TestLanesTo(t *testing.T) {
 		want []string
 	}{{"", []string{"shm", "rc(fallback)"}}, {"rc", []string{"rc"}}, {"shm", []string{"shm"}}} {
 		t.Run("tls="+c.tls, func(t *testing.T) {
-			env := func(k string) string {
-				if k == EnvTLS {
-					return c.tls
-				}
-				return ""
-			}
-			var ws [2]*Worker
-			for i := range ws {
-				ctx, err := newContext(Config{}, env)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { ctx.Close() })
-				w, err := ctx.NewWorker()
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { w.Close() })
-				ws[i] = w
-			}
+			ws := workersWithTLS(t, c.tls)
 			lanes, err := ws[0].LanesTo(ws[1].Address())
 			if err != nil {
 				t.Fatal(err)

@@ -13,26 +13,7 @@ func TestLaneChoice(t *testing.T) {
 	}
 	for _, c := range []struct{ tls, want string }{{"", "shm"}, {"shm,rc", "shm"}, {"rc", "rc"}} {
 		t.Run("tls="+c.tls, func(t *testing.T) {
-			env := func(k string) string {
-				if k == EnvTLS {
-					return c.tls
-				}
-				return ""
-			}
-			var ws [2]*Worker
-			for i := range ws {
-				ctx, err := newContext(Config{}, env)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { ctx.Close() })
-				w, err := ctx.NewWorker()
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { w.Close() })
-				ws[i] = w
-			}
+			ws := workersWithTLS(t, c.tls)
 			ep, err := ws[0].Connect(ws[1].Address(), EPParams{})
 			if err != nil {
 				t.Fatal(err)
@@ -62,4 +43,31 @@ func TestLaneChoice(t *testing.T) {
 			}
 		})
 	}
+}
+
+// workersWithTLS opens two workers, each in a context of its own whose
+// UCGO_TLS is tls; the test's cleanup closes them.
+func workersWithTLS(t *testing.T, tls string) [2]*Worker {
+	t.Helper()
+	env := func(k string) string {
+		if k == EnvTLS {
+			return tls
+		}
+		return ""
+	}
+	var ws [2]*Worker
+	for i := range ws {
+		uc, err := newContext(Config{}, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { uc.Close() })
+		w, err := uc.NewWorker()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { w.Close() })
+		ws[i] = w
+	}
+	return ws
 }
