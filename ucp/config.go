@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/transport/rc"
 	"github.com/ucgo/ucgo/transport/shm"
 	"github.com/ucgo/ucgo/uct"
@@ -105,6 +106,15 @@ type Config struct {
 	AMReassemblyMax     int
 	AMReassemblyPeerMax int
 
+	// Failover is what an endpoint does when one of its lanes fails
+	// while the peer stays reachable (package failover). The zero
+	// Policy, Mode failover.Off, fails the endpoint as without it; a
+	// Policy with another Mode takes failover.DefaultPolicy's values
+	// for the numbers it leaves at zero (FailBack is used as set).
+	// UCGO_FAILOVER=same|any, for a program that left Failover zero,
+	// picks failover.DefaultPolicy with that Mode.
+	Failover failover.Policy
+
 	// RcacheMax bounds the bytes of unused rendezvous registrations a
 	// worker keeps cached (each keeps its buffer alive); 0 picks 64 MiB.
 	// An endpoint's entries are released when it is closed or purged.
@@ -188,6 +198,8 @@ const (
 	EnvAMReassemblyPeerMax = "UCGO_AM_REASSEMBLY_PEER_MAX"
 	// EnvRcacheMax sets Config.RcacheMax.
 	EnvRcacheMax = "UCGO_RCACHE_MAX"
+	// EnvFailover sets Config.Failover's Mode: off, same or any.
+	EnvFailover = "UCGO_FAILOVER"
 )
 
 // applyEnv fills the fields of cfg left at their zero value from the
@@ -300,6 +312,17 @@ func readEnv(cfg *Config, getenv func(string) string) error {
 			cfg.MatchingMode = MatchingNeverSuspend
 		default:
 			return bad(EnvMatchingMode, v, fmt.Errorf("want suspend or never_suspend"))
+		}
+	}
+	if v := getenv(EnvFailover); v != "" {
+		m, err := failover.ParseMode(v)
+		if err != nil {
+			return bad(EnvFailover, v, err)
+		}
+		cfg.Failover = failover.Policy{}
+		if m != failover.Off {
+			cfg.Failover = failover.DefaultPolicy()
+			cfg.Failover.Mode = m
 		}
 	}
 	if v := getenv(EnvThreadSafe); v != "" {

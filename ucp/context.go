@@ -45,6 +45,11 @@ func newContext(cfg Config, getenv func(string) string) (*Context, error) {
 	if cfg.ZcopyThresh == 0 {
 		cfg.ZcopyThresh = 4096
 	}
+	fo, err := resolveFailover(cfg.Failover)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Failover = fo
 	c := &Context{cfg: cfg, host: hostID()}
 	var errs error
 	for _, comp := range cfg.Transports {

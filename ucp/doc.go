@@ -174,6 +174,7 @@
 //	UCGO_AM_REASSEMBLY_MAX=1g     Config.AMReassemblyMax
 //	UCGO_AM_REASSEMBLY_PEER_MAX=256m  Config.AMReassemblyPeerMax
 //	UCGO_RCACHE_MAX=64m           Config.RcacheMax
+//	UCGO_FAILOVER=off|same|any    Config.Failover's Mode
 //
 // # Configuration precedence
 //
