@@ -86,12 +86,20 @@ func (ep *Endpoint) rma(op string, write bool, iov [][]byte, raddr uint64, rk uc
 // (Endpoint.direct): a store into the peer's mapped memory, as posix
 // put_short is.
 
+// rma1 is rma of one buffer, out of line so that the fast paths keep a
+// small stack frame.
+//
+//go:noinline
+func (ep *Endpoint) rma1(op string, write bool, buf []byte, raddr uint64, rk uct.RKey) (int, error) {
+	return ep.rma(op, write, [][]byte{buf}, raddr, rk)
+}
+
 func (ep *Endpoint) PutShort(buf []byte, raddr uint64, rk uct.RKey) error {
 	if w, ok := ep.direct(rk, raddr, len(buf), uct.AccessRemoteWrite); ok {
 		copy(w, buf)
 		return nil
 	}
-	_, err := ep.rma("put_short", true, [][]byte{buf}, raddr, rk)
+	_, err := ep.rma1("put_short", true, buf, raddr, rk)
 	return err
 }
 
@@ -99,7 +107,7 @@ func (ep *Endpoint) PutBcopy(buf []byte, raddr uint64, rk uct.RKey) (int, error)
 	if w, ok := ep.direct(rk, raddr, len(buf), uct.AccessRemoteWrite); ok {
 		return copy(w, buf), nil
 	}
-	return ep.rma("put_bcopy", true, [][]byte{buf}, raddr, rk)
+	return ep.rma1("put_bcopy", true, buf, raddr, rk)
 }
 
 // PutZcopy completes before it returns (nil).
@@ -120,7 +128,7 @@ func (ep *Endpoint) GetBcopy(dst []byte, raddr uint64, rk uct.RKey, comp *uct.Co
 		copy(dst, w)
 		return nil
 	}
-	_, err := ep.rma("get_bcopy", false, [][]byte{dst}, raddr, rk)
+	_, err := ep.rma1("get_bcopy", false, dst, raddr, rk)
 	return err
 }
 
