@@ -289,15 +289,14 @@ func (r *Request) peerName() string {
 func (r *Request) Release() {
 	w := r.w
 	w.lock()
-	defer w.unlock()
-	if r.released {
-		return
-	}
-	if !r.isDone() || r.cb != nil && r.list == &w.doneq {
+	switch {
+	case r.released:
+	case !r.isDone() || r.cb != nil && r.list == &w.doneq:
 		r.autoRel = true
-		return
+	default:
+		w.putReq(r)
 	}
-	w.putReq(r)
+	w.unlock()
 }
 
 // getReq takes a request from the pool (lock held).
