@@ -48,3 +48,15 @@ func itoa(n int) string {
 	}
 	return itoa(n/10) + string(rune('0'+n%10))
 }
+
+// BenchmarkProgressIdle: one Progress of an iface with nothing received,
+// the step a waiting receiver repeats.
+func BenchmarkProgressIdle(b *testing.B) {
+	_, it := openIface(b)
+	defer pinSelf(b)()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		it.Progress()
+	}
+}
