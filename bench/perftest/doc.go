@@ -105,7 +105,7 @@
 //	uct receive, worker progress 42  20 %   shm Iface.Progress and deliver, ring.ready, cell
 //	                                        and release, Notifier, Worker.Progress,
 //	                                        progressIfaces
-//	ucp header and protocol      30  14 %   post, canPost, dispatch, sendTag, onEager,
+//	ucp header and protocol      31  15 %   post, canPost, dispatch, sendTag, onEager,
 //	                                        decodeEager, laneOK, msgDst, boundHandler,
 //	                                        flushDrops, epByID
 //	matching                     19   9 %   ucp/internal/match (PostRecv, Arrive, queue,
@@ -113,7 +113,7 @@
 //	uct send                     19   9 %   shm Endpoint.AMShort and check, ring.reserve
 //	                                        and publish
 //	completion                   11   5 %   complete, deliverEager, memmove (the 8 bytes)
-//	runtime, benchmark loop      39  18 %   mostly runtime.asyncPreempt (the spinning
+//	runtime, benchmark loop      38  18 %   mostly runtime.asyncPreempt (the spinning
 //	                                        goroutine preempted on a loaded host)
 //
 // An idle Progress, the step a waiting receiver repeats, costs 5 ns in
