@@ -50,27 +50,14 @@ type Params struct {
 // Request is one non-blocking operation. It completes exactly once with
 // its own status. Release returns it to the worker's pool; after Release
 // the caller must not touch it.
+//
+// The fields an eager tag send or receive sets are in reqEager, which
+// putReq clears on every reuse; the rest of the request (the rendezvous,
+// RMA, AM and control state) is cleared only after a request that
+// touched it (deep), so that the eager path does not clear the whole
+// request each time.
 type Request struct {
-	w *Worker
-	// done is set by complete: done (atomic) in a thread-safe worker,
-	// else fin, so that completing costs no locked instruction.
-	done atomic.Bool
-	fin  bool
-	err  error
-	info Info
-	// notice is ErrProcFailedPending while a posted receive has been told
-	// of a failure it has not yet reported through Wait/Test.
-	notice   error
-	cb       func(*Request)
-	user     any
-	kind     reqKind
-	released bool
-	autoRel  bool
-
-	ep  *Endpoint
-	buf []byte
-	tag uint64
-
+	reqEager
 	mr      match.Recv
 	hdr     []byte // internal header / control message bytes
 	ctlID   uint8
@@ -89,7 +76,6 @@ type Request struct {
 	amOff   int    // kAMSend in fragments: data bytes sent so far
 	slot    uint64 // rendezvous slot (0: none)
 	closing bool   // kFlush that closes the endpoint afterwards
-	sync    bool   // kTagSend: synchronous (always rendezvous)
 	flushN  int    // uct lane flushes outstanding
 	rndvLen int    // receive: message length announced by RTS
 	rndvSrc *Endpoint
@@ -105,6 +91,34 @@ type Request struct {
 	// operation may still report into comp (the lane is closed after the
 	// worker lock is released), so it never returns to the pool.
 	zombie bool
+}
+
+// reqEager is the part of a Request that every operation uses.
+type reqEager struct {
+	w *Worker
+	// done is set by complete: done (atomic) in a thread-safe worker,
+	// else fin, so that completing costs no locked instruction.
+	done atomic.Bool
+	fin  bool
+	err  error
+	info Info
+	// notice is ErrProcFailedPending while a posted receive has been told
+	// of a failure it has not yet reported through Wait/Test.
+	notice   error
+	cb       func(*Request)
+	user     any
+	kind     reqKind
+	released bool
+	autoRel  bool
+	sync     bool // kTagSend: synchronous (always rendezvous)
+	// deep: the request may have set fields outside reqEager (any
+	// operation but an eager tag send or receive), so putReq clears all
+	// of it.
+	deep bool
+
+	ep  *Endpoint
+	buf []byte
+	tag uint64
 
 	prev, next *Request
 	list       *reqList
@@ -289,15 +303,14 @@ func (r *Request) peerName() string {
 func (r *Request) Release() {
 	w := r.w
 	w.lock()
-	defer w.unlock()
-	if r.released {
-		return
-	}
-	if !r.isDone() || r.cb != nil && r.list == &w.doneq {
+	switch {
+	case r.released:
+	case !r.isDone() || r.cb != nil && r.list == &w.doneq:
 		r.autoRel = true
-		return
+	default:
+		w.putReq(r)
 	}
-	w.putReq(r)
+	w.unlock()
 }
 
 // getReq takes a request from the pool (lock held).
@@ -308,11 +321,12 @@ func (w *Worker) getReq(kind reqKind, ep *Endpoint, p *Params) *Request {
 		w.reqFree = w.reqFree[:n-1]
 		r.released = false
 	} else {
-		r = &Request{w: w}
+		r = &Request{reqEager: reqEager{w: w}}
 		r.comp.Func = r.onComp
 		r.mr.Data = r
 	}
 	r.kind, r.ep = kind, ep
+	r.deep = kind != kTagSend && kind != kTagRecv
 	if p != nil {
 		r.cb, r.user = p.Callback, p.UserData
 	}
@@ -324,11 +338,17 @@ func (w *Worker) putReq(r *Request) {
 		r.released = true
 		return
 	}
-	hdr := r.hdr[:0]
-	fn := r.comp.Func
-	*r = Request{w: w, hdr: hdr, released: true}
-	r.comp.Func = fn
-	r.mr.Data = r
+	switch {
+	case r.deep:
+		hdr := r.hdr[:0]
+		fn := r.comp.Func
+		*r = Request{hdr: hdr}
+		r.comp.Func = fn
+		r.mr = match.Recv{Data: r}
+	case r.kind == kTagRecv:
+		r.mr = match.Recv{Data: r}
+	}
+	r.reqEager = reqEager{w: w, released: true}
 	if len(w.reqFree) < 4096 {
 		w.reqFree = append(w.reqFree, r)
 	}

@@ -83,6 +83,7 @@ func (ep *Endpoint) sendTag(r *Request) error {
 	hdr := ep.scratch[:eagerHdr]
 	putEagerHdr(hdr, r.tag, ep.rid)
 	if n >= ep.zcopyMin {
+		r.deep = true
 		r.iov[0] = r.buf
 		r.comp.Count = 1
 		err := ln.ep.AMZcopy(amEager, hdr, r.iov[:], &r.comp)
@@ -102,6 +103,7 @@ func (ep *Endpoint) sendTag(r *Request) error {
 
 // sendRTS announces a rendezvous send (lock held).
 func (ep *Endpoint) sendRTS(r *Request) error {
+	r.deep = true
 	m := rts{tag: r.tag, dst: ep.rid, length: uint64(len(r.buf))}
 	var err error
 	if m.raddr, m.rkey, m.sreq, err = ep.rndvSender(r, ep.w.cfg.RndvScheme == RndvGet); err != nil {
@@ -287,6 +289,7 @@ func (w *Worker) onRTS(_ any, data []byte, _ uct.AMFlags) {
 // rndvMatched starts fetching (GET) or asks for (RTR) the data of a
 // matched rendezvous send (lock held).
 func (w *Worker) rndvMatched(r *Request, ep *Endpoint, m *rts) {
+	r.deep = true
 	r.info = Info{Length: int(m.length), Tag: m.tag, Sender: ep}
 	r.rndvLen = int(m.length)
 	r.rndvSrc = ep

@@ -31,7 +31,9 @@ func (t *transportLock) lockCB() {
 // the holder of the transport lock before it releases it.
 func (w *Worker) unlockCB() {
 	if !w.safe {
-		w.closeDetached()
+		if len(w.laneClose) != 0 {
+			w.closeDetached()
+		}
 		return
 	}
 	w.tstate = tNone
@@ -80,7 +82,9 @@ func (w *Worker) canPost() bool {
 // closes them before it releases the lock.
 func (w *Worker) unlock() {
 	if !w.safe {
-		w.closeDetached()
+		if len(w.laneClose) != 0 {
+			w.closeDetached()
+		}
 		return
 	}
 	if w.tstate != tMine && (len(w.laneClose) == 0 || !w.tmu.TryLock()) {

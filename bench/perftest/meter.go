@@ -35,12 +35,15 @@ type meter struct {
 // returns the monotonic start time, which times the phase as a whole.
 func (m *meter) start(rec *report.Recorder, size, iters int) time.Time {
 	m.rec, m.size, m.iters = rec, size, iters
-	m.conv = tsc.NewConverter()
 	now := time.Now()
 	m.base = tsc.Now()
 	m.prev, m.lastTick, m.tickIter = 0, 0, 0
 	return now
 }
+
+// calibrate calibrates the counter (once per process) for the meter; the
+// side calls it when it is made, before any barrier.
+func (m *meter) calibrate() { m.conv = tsc.NewConverter() }
 
 // mark records iteration i of the measured phase.
 func (m *meter) mark(i int) {

@@ -110,11 +110,23 @@ type side interface {
 	Close() error
 }
 
+// newSide opens this side's session of test t. Its meter is calibrated
+// here, before any barrier: calibrating spins for some 60 ms (longer on
+// a loaded host), which between a barrier and the measured phase would
+// start one side's phase that much later than the other's.
 func newSide(cfg *config, t *testDef, initiator bool) (side, error) {
+	var s side
+	var err error
 	if t.level == levelUCP {
-		return newUCPSession(cfg, t, initiator)
+		s, err = newUCPSession(cfg, t, initiator)
+	} else {
+		s, err = newSession(cfg, t, initiator)
 	}
-	return newSession(cfg, t, initiator)
+	if err != nil {
+		return nil, err
+	}
+	s.timer().calibrate()
+	return s, nil
 }
 
 // runSide runs every size of cfg's test on one side. The initiator writes

@@ -27,7 +27,12 @@
 // in its segment header, and the initiator maps it read-only and checks
 // every RMA against the entry the key names. A key that was edited, or
 // whose memory was deregistered, gets uct.ErrRemoteProtection and reaches
-// nothing outside a live registration.
+// nothing outside a live registration. The unpacked key remembers what
+// its last full check found (keyview_linux.go): a one-buffer put or get
+// into allocated memory that fits it, on the same endpoint, is a bounds
+// compare, one load of the entry's generation word (cleared when the
+// memory is deregistered or freed) and the copy, as posix put_short is a
+// store into the peer's mapping.
 //
 // Peer death is watched with a pidfd by one background goroutine per
 // endpoint, which waits in Go's network poller (no periodic wake-up, no

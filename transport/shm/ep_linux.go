@@ -21,23 +21,24 @@ import (
 
 // Endpoint is a connection to a peer iface.
 type Endpoint struct {
-	it      *Iface
-	peer    Address
-	name    string
-	seg     []byte
-	tx      ring
-	pidfd   *fd.FD
-	keys    peerKeyTable // the peer's key table
-	watch   *os.File     // a duplicate of pidfd in Go's network poller; nil: polled
-	err     atomic.Pointer[error]
-	pending []uct.PendingRequest
-	pmu     sync.Mutex
-	stop    chan struct{}
-	done    chan struct{}
-	stopped sync.Once
-	once    sync.Once
-	cerr    error
-	ev      epEvents
+	it       *Iface
+	peer     Address
+	name     string
+	seg      []byte
+	tx       ring
+	disabled *uint32 // the peer segment's disabled word
+	pidfd    *fd.FD
+	keys     peerKeyTable // the peer's key table
+	watch    *os.File     // a duplicate of pidfd in Go's network poller; nil: polled
+	err      atomic.Pointer[error]
+	pending  []uct.PendingRequest
+	pmu      sync.Mutex
+	stop     chan struct{}
+	done     chan struct{}
+	stopped  sync.Once
+	once     sync.Once
+	cerr     error
+	ev       epEvents
 }
 
 // Connect attaches to the segment of the iface at addr.
@@ -97,7 +98,7 @@ func (it *Iface) Connect(addr []byte, _ uct.EPParams) (uct.Endpoint, error) {
 		unix.Munmap(seg)
 		return fail(uct.ErrInvalidAddress, err)
 	}
-	ep := &Endpoint{it: it, peer: a, name: name, seg: seg, tx: newRing(seg, h.Cells), pidfd: fd.New(pidfd),
+	ep := &Endpoint{it: it, peer: a, name: name, seg: seg, tx: newRing(seg, h.Cells), disabled: u32at(seg, hdrDisabled), pidfd: fd.New(pidfd),
 		keys: peerKeyTable{fd: h.KeyFD, cookie: h.KeyCookie}, stop: make(chan struct{}), done: make(chan struct{})}
 	it.mu.Lock()
 	it.eps[ep] = struct{}{}

@@ -10,11 +10,30 @@ import (
 // The FIFO in use: Progress drains this iface's receive ring; send and
 // the AM operations claim and publish cells in the peer's ring.
 
-// Progress delivers received AMs and dispatches pending requests.
+// Progress delivers received AMs and dispatches pending requests. An
+// idle call (nothing received, nothing pending) reads a few words of the
+// iface and the head cell's sequence; the rest is out of line.
 func (it *Iface) Progress() int {
 	if it.closed.Load() || it.disabled.Load() != nil {
 		return 0 // a disabled device receives nothing
 	}
+	n := 0
+	if it.freed != it.head || it.rx.ready(it.head) {
+		n = it.deliver()
+	}
+	if n == 0 {
+		if it.idle++; it.idle&1023 == 0 {
+			it.checkStuck()
+		}
+	}
+	if it.pendingN.Load() == 0 {
+		return n
+	}
+	return n + it.dispatchPendingAll()
+}
+
+// deliver runs the handlers of up to 64 received AMs.
+func (it *Iface) deliver() int {
 	it.releaseDelivered()
 	n := 0
 	for n < 64 && it.rx.ready(it.head) {
@@ -38,12 +57,12 @@ func (it *Iface) Progress() int {
 	}
 	if n > 0 {
 		it.notify.CompletedN(n, uct.CompletionInfo{Queue: uct.NotifyRecv})
-	} else if it.idle++; it.idle&1023 == 0 {
-		it.checkStuck()
 	}
-	if it.pendingN.Load() == 0 {
-		return n
-	}
+	return n
+}
+
+// dispatchPendingAll dispatches the pending requests of every endpoint.
+func (it *Iface) dispatchPendingAll() int {
 	it.mu.Lock()
 	var pend []*Endpoint
 	for ep := range it.eps {
@@ -52,6 +71,7 @@ func (it *Iface) Progress() int {
 		}
 	}
 	it.mu.Unlock()
+	n := 0
 	for _, ep := range pend {
 		n += ep.dispatchPending()
 	}

@@ -218,6 +218,7 @@ type RKey struct {
 
 	mu     sync.Mutex
 	mapped atomic.Pointer[[]byte]
+	view   atomic.Pointer[keyView] // the last full check (keyview_linux.go)
 	closed bool
 }
 
@@ -247,6 +248,7 @@ func (k *RKey) Close() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.closed = true
+	k.view.Store(nil)
 	if p := k.mapped.Swap(nil); p != nil {
 		return unix.Munmap(*p)
 	}
@@ -258,6 +260,11 @@ func (k *RKey) Close() error {
 // allocated memory, nil for registered memory, or an error wrapping
 // uct.ErrRemoteProtection (or uct.ErrPeerFailed).
 func (k *RKey) window(ep *Endpoint, raddr uint64, n int, need uct.Access) ([]byte, error) {
+	if v := k.view.Load(); v != nil {
+		if w, ok := v.lookup(ep, raddr, n, need); ok {
+			return w, nil
+		}
+	}
 	tab, err := ep.peerKeys()
 	if err != nil {
 		return nil, err
@@ -276,6 +283,7 @@ func (k *RKey) window(ep *Endpoint, raddr uint64, n int, need uct.Access) ([]byt
 		return nil, fmt.Errorf("shm: [%#x, +%d) outside the registered [%#x, +%d): %w", raddr, n, e.base, e.length, uct.ErrRemoteProtection)
 	}
 	if e.fd < 0 {
+		k.setView(ep, tab, e, nil)
 		return nil, nil
 	}
 	p := k.mapped.Load()
@@ -293,6 +301,7 @@ func (k *RKey) window(ep *Endpoint, raddr uint64, n int, need uct.Access) ([]byt
 	if uint64(len(*p)) != e.length {
 		return nil, fmt.Errorf("shm: mapped %d bytes, registration has %d: %w", len(*p), e.length, uct.ErrRemoteProtection)
 	}
+	k.setView(ep, tab, e, p)
 	off := raddr - e.base
 	return (*p)[off : off+uint64(n) : off+uint64(n)], nil
 }

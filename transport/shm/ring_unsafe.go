@@ -136,9 +136,12 @@ func (r *ring) ready(head uint64) bool {
 	return atomic.LoadUint64(u64at(r.cell(head), 0)) == head+1
 }
 
-// release frees cell head for the producers' next round.
+// release frees cell head for the producers' next round. A producer
+// only claims the cell by a compare-and-swap of the new value, so a
+// release store (no full barrier) suffices: the consumer's reads of the
+// cell come before it.
 func (r *ring) release(head uint64) {
-	atomic.StoreUint64(u64at(r.cell(head), 0), head+uint64(r.cells))
+	storeRelease(u64at(r.cell(head), 0), head+uint64(r.cells))
 }
 
 // sleep blocks on the futex while its value is val, at most d.

@@ -82,29 +82,64 @@ func (ep *Endpoint) rma(op string, write bool, iov [][]byte, raddr uint64, rk uc
 	return n, nil
 }
 
+// The one-buffer operations on allocated memory first try the key's view
+// (Endpoint.direct): a store into the peer's mapped memory, as posix
+// put_short is.
+
+// rma1 is rma of one buffer, out of line so that the fast paths keep a
+// small stack frame.
+//
+//go:noinline
+func (ep *Endpoint) rma1(op string, write bool, buf []byte, raddr uint64, rk uct.RKey) (int, error) {
+	return ep.rma(op, write, [][]byte{buf}, raddr, rk)
+}
+
 func (ep *Endpoint) PutShort(buf []byte, raddr uint64, rk uct.RKey) error {
-	_, err := ep.rma("put_short", true, [][]byte{buf}, raddr, rk)
+	if w, ok := ep.direct(rk, raddr, len(buf), uct.AccessRemoteWrite); ok {
+		copy(w, buf)
+		return nil
+	}
+	_, err := ep.rma1("put_short", true, buf, raddr, rk)
 	return err
 }
 
 func (ep *Endpoint) PutBcopy(buf []byte, raddr uint64, rk uct.RKey) (int, error) {
-	return ep.rma("put_bcopy", true, [][]byte{buf}, raddr, rk)
+	if w, ok := ep.direct(rk, raddr, len(buf), uct.AccessRemoteWrite); ok {
+		return copy(w, buf), nil
+	}
+	return ep.rma1("put_bcopy", true, buf, raddr, rk)
 }
 
 // PutZcopy completes before it returns (nil).
 func (ep *Endpoint) PutZcopy(iov [][]byte, raddr uint64, rk uct.RKey, comp *uct.Completion) error {
+	if len(iov) == 1 {
+		if w, ok := ep.direct(rk, raddr, len(iov[0]), uct.AccessRemoteWrite); ok {
+			copy(w, iov[0])
+			return nil
+		}
+	}
 	_, err := ep.rma("put_zcopy", true, iov, raddr, rk)
 	return err
 }
 
 // GetBcopy completes before it returns (nil).
 func (ep *Endpoint) GetBcopy(dst []byte, raddr uint64, rk uct.RKey, comp *uct.Completion) error {
-	_, err := ep.rma("get_bcopy", false, [][]byte{dst}, raddr, rk)
+	if w, ok := ep.direct(rk, raddr, len(dst), uct.AccessRemoteRead); ok {
+		copy(dst, w)
+		return nil
+	}
+	_, err := ep.rma1("get_bcopy", false, dst, raddr, rk)
 	return err
 }
 
 // GetZcopy completes before it returns (nil).
 func (ep *Endpoint) GetZcopy(iov [][]byte, raddr uint64, rk uct.RKey, comp *uct.Completion) error {
+	if len(iov) == 1 {
+		if w, ok := ep.direct(rk, raddr, len(iov[0]), uct.AccessRemoteRead); ok {
+			copy(iov[0], w)
+			return nil
+		}
+	}
 	_, err := ep.rma("get_zcopy", false, iov, raddr, rk)
 	return err
 }

@@ -63,9 +63,11 @@ func (n *Notifier) Completed(c uct.CompletionInfo) {
 }
 
 // CompletedN reports count completions alike (a batch of receives).
+// Transports call Completed and CompletedN from Progress, never at once,
+// so the count of a full backlog is kept without a locked instruction.
 func (n *Notifier) CompletedN(count int, c uct.CompletionInfo) {
 	if n.full.Load() {
-		n.lost.Add(uint64(count))
+		n.lost.Store(n.lost.Load() + uint64(count))
 		return
 	}
 	for ; count > 0; count-- {
