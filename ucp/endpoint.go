@@ -43,6 +43,8 @@ type lane struct {
 	kaComp uct.Completion
 	kaBusy bool
 	keys   *keyCache // unpacked rendezvous keys of the peer
+
+	prb laneProbe // per-lane probes (probe.go)
 }
 
 // Endpoint is a connection to one peer worker over a set of lanes. Its

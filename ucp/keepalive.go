@@ -63,18 +63,33 @@ func (w *Worker) onKeepalive(_ any, data []byte, _ uct.AMFlags) {
 	}
 }
 
-func (w *Worker) keepaliveTimer(d time.Duration) {
+// keepaliveTimer is the worker's one background goroutine: every ka it
+// marks a keepalive round due, every probe a probe round (failover), and
+// wakes Progress; a zero period is off.
+func (w *Worker) keepaliveTimer(ka, probe time.Duration) {
 	defer close(w.kaDone)
-	t := time.NewTicker(d)
-	defer t.Stop()
+	var kaC, prC <-chan time.Time
+	if ka > 0 {
+		t := time.NewTicker(ka)
+		defer t.Stop()
+		kaC = t.C
+	}
+	if probe > 0 {
+		t := time.NewTicker(probe)
+		defer t.Stop()
+		prC = t.C
+	}
 	for {
 		select {
 		case <-w.kaStop:
 			return
-		case <-t.C:
-			w.kaDue.Store(true)
-			w.Wake()
+		case <-kaC:
+			w.kaRound.Store(true)
+		case <-prC:
+			w.probeDue.Store(true)
 		}
+		w.kaDue.Store(true)
+		w.Wake()
 	}
 }
 

@@ -20,6 +20,9 @@ type WorkerStats struct {
 	// LaneMismatch counts messages dropped because they named an
 	// endpoint other than the one whose connection delivered them.
 	LaneMismatch uint64
+
+	// Probes counts the per-lane probes of failover (probe.go).
+	Probes ProbeStats
 }
 
 // DropCounts counts dropped messages by kind.

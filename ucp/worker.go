@@ -139,9 +139,16 @@ func (c *Context) NewWorker() (*Worker, error) {
 	}
 	w.addr = a.Pack()
 	w.startEventDrain()
-	if c.cfg.ErrorMode == ErrorModePeer && c.cfg.KeepaliveInterval > 0 {
+	var ka, probe time.Duration
+	if c.cfg.ErrorMode == ErrorModePeer {
+		ka = c.cfg.KeepaliveInterval
+	}
+	if w.probing() {
+		probe = c.cfg.Failover.ProbeInterval
+	}
+	if ka > 0 || probe > 0 {
 		w.kaStop, w.kaDone = make(chan struct{}), make(chan struct{})
-		go w.keepaliveTimer(c.cfg.KeepaliveInterval)
+		go w.keepaliveTimer(ka, probe)
 	}
 	return w, nil
 }
@@ -215,7 +222,7 @@ func (w *Worker) progressWork() (int, []*Request, []*Endpoint) {
 	}
 	if w.kaDue.Load() {
 		w.kaDue.Store(false)
-		w.keepalive()
+		w.timerWork()
 	}
 	if len(w.backlog) != 0 {
 		n += w.drainBacklog()
