@@ -88,8 +88,8 @@ type kaState struct {
 	kaDue    atomic.Bool
 	kaRound  atomic.Bool
 	probeDue atomic.Bool
-	kaStop chan struct{}
-	kaDone chan struct{}
+	kaStop   chan struct{}
+	kaDone   chan struct{}
 }
 
 // slotAlloc stores r in the rendezvous table and returns its id
