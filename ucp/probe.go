@@ -61,8 +61,6 @@ type laneProbe struct {
 	out   bool      // that probe is unanswered
 	sent  time.Time // when it was sent
 	heard time.Time // when the lane last answered a probe
-	// health is the lane's state machine as the probes see it.
-	health *failover.Health
 }
 
 // ProbeStats counts the worker's per-lane probes (WorkerStats.Probes).
@@ -81,12 +79,13 @@ func (w *Worker) probing() bool {
 	return w.cfg.Failover.Mode != failover.Off && w.cfg.Failover.ProbeInterval > 0
 }
 
-// laneHealth returns lane li's health, starting it up now if it has none.
+// laneHealth returns the lane's health, starting it up now if it has
+// none yet.
 func (w *Worker) laneHealth(ln *lane, now time.Time) *failover.Health {
-	if ln.prb.health == nil {
-		ln.prb.health = failover.NewHealth(w.cfg.Failover, now)
+	if ln.health == nil {
+		ln.health = failover.NewHealth(w.cfg.Failover, now)
 	}
-	return ln.prb.health
+	return ln.health
 }
 
 // timerWork runs what the worker's timer found due (lock held).
@@ -237,7 +236,7 @@ func (w *Worker) onProbeRep(arg any, data []byte, _ uct.AMFlags) {
 		return
 	}
 	now := time.Now()
-	ln.prb.out, ln.prb.heard = false, now
+	ln.prb.out, ln.prb.heard, ln.heard = false, now, now
 	w.stats.Probes.Answered++
 	tr := w.laneHealth(ln, now).Heard(now)
 	if tr.Changed() && tr.From == failover.Probing && tr.To == failover.Up {
