@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -43,6 +44,11 @@ type lane struct {
 	kaComp uct.Completion
 	kaBusy bool
 	keys   *keyCache // unpacked rendezvous keys of the peer
+
+	// failover (failover.go): the lane's health, nil with failover off,
+	// and when it last showed a sign of life
+	health *failover.Health
+	heard  time.Time
 
 	laneInfo // the lane set's (laneset.go)
 }
@@ -168,7 +174,7 @@ func (ep *Endpoint) sendWireup() {
 	case retryLater(err):
 		ep.w.toBacklog(ep)
 	default:
-		ep.w.failEP(ep, err)
+		ep.w.laneFault(ep, ep.amLane, err)
 	}
 }
 

@@ -60,7 +60,7 @@ func (w *Worker) newEP(a Address, p EPParams, named bool) (*Endpoint, error) {
 			err := c.Status
 			c.Status = nil
 			if err != nil && uct.StatusOf(err).IsEndpointFatal() {
-				w.failEP(ep, err)
+				w.laneFault(ep, i, err)
 			}
 		}
 	}

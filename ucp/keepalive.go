@@ -98,8 +98,10 @@ func (w *Worker) keepalive() {
 			}
 			ln.kaBusy = false
 			if err != nil && uct.StatusOf(err).IsEndpointFatal() {
-				w.failEP(ep, err)
-				break
+				w.laneFault(ep, i, err)
+				if ep.err != nil {
+					break
+				}
 			}
 		}
 	}

@@ -66,7 +66,7 @@ func (w *Worker) dispatch(r *Request) error {
 	if err != nil {
 		w.complete(r, opErr(kindOp[r.kind], ep.name, err))
 		if uct.StatusOf(err).IsEndpointFatal() {
-			w.failEP(ep, err)
+			w.laneFault(ep, ep.opLane(r), err)
 		}
 	}
 	return nil

@@ -247,7 +247,7 @@ func (w *Worker) failRndv(r *Request, err error) {
 	w.nackRndv(r, err)
 	w.complete(r, opErr(kindOp[r.kind], r.peerName(), err))
 	if r.ep != nil && uct.StatusOf(err).IsEndpointFatal() {
-		w.failEP(r.ep, err)
+		w.laneFault(r.ep, r.xlane, err)
 	}
 }
 

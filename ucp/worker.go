@@ -84,6 +84,7 @@ type Worker struct {
 	asyncErrs     // iface errors reported from other goroutines
 	ifacePoll     // which idle ifaces to poll (lanes.go)
 	kaState       // keepalive timer (keepalive.go)
+	foEvents      // failover events (failover.go)
 
 	drops dropState  // reassembly accounting, drop handler (drops.go)
 	rx    rxInfo     // source of the wireup being handled (lanebind.go)
@@ -178,7 +179,7 @@ func (w *Worker) Progress() int {
 	// iface progress runs the AM handlers, which lock the worker themselves
 	n := w.progressIfaces()
 	if w.asyncN.Load() == 0 && !w.kaDue.Load() && len(w.backlog) == 0 && len(w.flushers) == 0 &&
-		w.doneq.empty() && len(w.errq) == 0 {
+		w.doneq.empty() && len(w.errq) == 0 && len(w.foq) == 0 {
 		w.inProgress = false
 		return n
 	}
@@ -226,6 +227,7 @@ func (w *Worker) progressWork() (int, []*Request, []*Endpoint) {
 	if len(w.flushers) != 0 {
 		w.checkFlushers()
 	}
+	w.takeFoEvents()
 	done := w.doneq.take()
 	errq := w.errq
 	w.errq = nil
@@ -251,7 +253,7 @@ func (w *Worker) runCallbacks(done []*Request, errq []*Endpoint) int {
 			h(ep, ep.err)
 		}
 	}
-	return n
+	return n + w.runFoEvents()
 }
 
 // busy reports whether Progress has work that no iface event announces.
@@ -360,7 +362,7 @@ func (w *Worker) handleAsync() int {
 		for _, ep := range w.live {
 			for i := range ep.lanes {
 				if ep.lanes[i].ep == ev.uep {
-					w.failEP(ep, ev.err)
+					w.laneFault(ep, i, ev.err)
 				}
 			}
 		}

@@ -1,0 +1,183 @@
+package ucp
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ucgo/ucgo/failover"
+	"github.com/ucgo/ucgo/uct"
+)
+
+// Failover: the entry points through which ucp learns that one lane of an
+// endpoint broke (laneFault) or came back (laneUp), and the events it
+// reports (SetFailoverHandler). With Config.Failover's Mode off, a lane
+// fault fails the whole endpoint, as it always did.
+
+// foEvents is the failover events of a worker: queued under the worker's
+// lock, delivered from Progress with it released (as error handlers).
+type foEvents struct {
+	foHandler func(failover.Event)
+	foq       []failover.Event // due
+	foRun     []failover.Event // taken by the running Progress
+	foRunH    func(failover.Event)
+}
+
+// SetFailoverHandler installs h, called from Progress (without the
+// worker's lock) for every failover event of the worker's endpoints: a
+// lane failed and traffic moved to another (failover.FailedOver), moved
+// back to a lane up again (FailedBack), or no lane was left and the
+// endpoint failed (Exhausted). nil removes it.
+func (w *Worker) SetFailoverHandler(h func(failover.Event)) {
+	w.lock()
+	defer w.unlock()
+	w.foHandler = h
+}
+
+// foEvent queues ev for the handler (lock held).
+func (w *Worker) foEvent(ev failover.Event) {
+	if w.foHandler == nil {
+		return
+	}
+	w.foq = append(w.foq, ev)
+	if w.asleep {
+		w.Wake()
+	}
+}
+
+// takeFoEvents moves the due events to the running Progress (lock held).
+func (w *Worker) takeFoEvents() {
+	if len(w.foq) == 0 {
+		return
+	}
+	w.foRun, w.foq = append(w.foRun, w.foq...), w.foq[:0]
+	w.foRunH = w.foHandler
+}
+
+// runFoEvents delivers the events taken by takeFoEvents (lock released,
+// inside the one running Progress).
+func (w *Worker) runFoEvents() int {
+	n := len(w.foRun)
+	if n == 0 {
+		return 0
+	}
+	h := w.foRunH
+	evs := w.foRun
+	w.foRun, w.foRunH = nil, nil
+	for _, ev := range evs {
+		if h != nil {
+			h(ev)
+		}
+	}
+	return n
+}
+
+// foLane describes lane i of ep for failover.Policy and events.
+func (ep *Endpoint) foLane(i int) failover.Lane {
+	if i < 0 || i >= len(ep.lanes) {
+		return failover.Lane{Index: i}
+	}
+	ln := &ep.lanes[i]
+	l := failover.Lane{Index: i, Transport: ln.attr.Transport, Device: ln.attr.Device, Health: failover.Up}
+	switch {
+	case ln.health != nil:
+		l.Health = ln.health.State()
+	case ln.failed != nil || ln.ep == nil:
+		l.Health = failover.Failed
+	}
+	return l
+}
+
+// foLanes describes every lane of ep.
+func (ep *Endpoint) foLanes() []failover.Lane {
+	ls := make([]failover.Lane, len(ep.lanes))
+	for i := range ls {
+		ls[i] = ep.foLane(i)
+	}
+	return ls
+}
+
+// otherLaneUp reports whether a lane of ep other than li carries traffic.
+func (ep *Endpoint) otherLaneUp(li int) bool {
+	for i := range ep.lanes {
+		if i != li && ep.foLane(i).Health.Carries() {
+			return true
+		}
+	}
+	return false
+}
+
+// laneFault is the one place where ucp learns that lane li of ep broke
+// with err (lock held): a failed post or completion, a keepalive check,
+// an iface event naming the lane's endpoint, a link watcher or a missed
+// probe. With failover off, or a status that failover.Policy refuses
+// (a dead peer, a wrong call), or no other lane to move to, the
+// endpoint fails with err as it always did. Otherwise the lane is
+// marked failed and the endpoint's traffic moves to another lane
+// (failOver). A lane whose work requests exceeded their retries while
+// another lane of the endpoint still carries traffic has lost its route,
+// not its peer: its cause becomes uct.ErrRouteLost.
+func (w *Worker) laneFault(ep *Endpoint, li int, err error) {
+	if ep.err != nil || ep.closed || err == nil {
+		return
+	}
+	pol := &w.cfg.Failover
+	if pol.Mode == failover.Off || li < 0 || li >= len(ep.lanes) {
+		w.failEP(ep, err)
+		return
+	}
+	if uct.StatusOf(err) == uct.ErrEndpointTimeout && ep.otherLaneUp(li) {
+		err = uct.NewOpError(ep.lanes[li].attr.Transport, "lane", ep.name, uct.ErrRouteLost,
+			fmt.Errorf("lane %d: %w", li, err))
+	}
+	if !pol.ShouldFailOver(err) || !w.failOver(ep, li, err) {
+		if pol.ShouldFailOver(err) {
+			w.foEvent(failover.Event{Kind: failover.Exhausted, Endpoint: ep.name, From: ep.foLane(li), Cause: err,
+				Detect: w.foDetect(ep, li), At: time.Now()})
+		}
+		w.failEP(ep, err)
+	}
+}
+
+// foDetect is how long lane li of ep had been silent when its fault was
+// seen.
+func (w *Worker) foDetect(ep *Endpoint, li int) time.Duration {
+	if li < 0 || li >= len(ep.lanes) || ep.lanes[li].heard.IsZero() {
+		return 0
+	}
+	return time.Since(ep.lanes[li].heard)
+}
+
+// laneUp is told that lane li of ep, failed before, is healthy again:
+// its probes are answered, or it was rebuilt after its link came back
+// (lock held). With Policy.FailBack the endpoint's traffic moves back to
+// it when it is the lane it prefers.
+func (w *Worker) laneUp(ep *Endpoint, li int) {
+	if ep.err != nil || ep.closed || li < 0 || li >= len(ep.lanes) || w.cfg.Failover.Mode == failover.Off {
+		return
+	}
+	w.failBack(ep, li)
+}
+
+// failOver moves ep's traffic off the failed lane li (lock held). It
+// reports false when it cannot: the endpoint has no sequenced channel to
+// replay from, or no other lane is allowed by the policy; the caller then
+// fails the endpoint.
+func (w *Worker) failOver(ep *Endpoint, li int, err error) bool {
+	return false
+}
+
+// failBack moves ep's traffic back to lane li, up again, if the policy
+// fails back (lock held).
+func (w *Worker) failBack(ep *Endpoint, li int) {}
+
+// opLane is the lane whose post failed for request r: the RMA lane of
+// puts, gets and atomics, the AM lane of the rest.
+func (ep *Endpoint) opLane(r *Request) int {
+	switch r.kind {
+	case kPut, kGet:
+		return r.xlane
+	case kAtomic, kAtomicFetch:
+		return ep.rmaLane
+	}
+	return ep.amLane
+}
