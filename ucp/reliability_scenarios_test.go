@@ -3,6 +3,7 @@ package ucp
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,14 +60,11 @@ func relScenarios() []relScenario {
 func relEBPF(i int, cfg fault.Config) func(*relRun) (func() error, error) {
 	return func(s *relRun) (func() error, error) {
 		var fs []*fault.Fault
+		var once sync.Once
+		var uerr error
 		undo := func() error {
-			var err error
-			for _, f := range fs {
-				st, _ := f.Stats()
-				s.t.Logf("%s: fault on rail %d: %d matched, %d dropped, %d corrupted", s.sc.name, i, st.Seen, st.Dropped, st.Corrupted)
-				err = multierr.Append(err, f.Close())
-			}
-			return err
+			once.Do(func() { uerr = closeFaults(s, i, fs) })
+			return uerr
 		}
 		for _, ns := range []*netns.NS{s.rails.A[i], s.rails.B[i]} {
 			err := ns.Do(func() error {
@@ -83,6 +81,17 @@ func relEBPF(i int, cfg fault.Config) func(*relRun) (func() error, error) {
 		s.t.Cleanup(func() { undo() })
 		return undo, nil
 	}
+}
+
+// closeFaults logs what the faults on rail i did and removes them.
+func closeFaults(s *relRun, i int, fs []*fault.Fault) error {
+	var err error
+	for _, f := range fs {
+		st, _ := f.Stats()
+		s.t.Logf("%s: fault on rail %d: %d matched, %d dropped, %d corrupted", s.sc.name, i, st.Seen, st.Dropped, st.Corrupted)
+		err = multierr.Append(err, f.Close())
+	}
+	return err
 }
 
 // relShmDown disables this side's shm device (between operations: it

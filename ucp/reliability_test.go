@@ -190,6 +190,7 @@ type relScenario struct {
 	// check: what else must hold (the endpoint's status).
 	check     func(t *testing.T, s *relRun)
 	epTimeout time.Duration
+	mode      string // UCGO_FAILOVER of both sides; "": relMode()
 }
 
 // relRun is one scenario's state in the generator.
@@ -249,7 +250,11 @@ func relStart(t *testing.T, sc relScenario) *relRun {
 			t.Fatal(err)
 		}
 	}
-	env := map[string]string{EnvTLS: sc.tls, EnvErrMode: "peer", "UCGO_FAILOVER": relMode()}
+	mode := sc.mode
+	if mode == "" {
+		mode = relMode()
+	}
+	env := map[string]string{EnvTLS: sc.tls, EnvErrMode: "peer", "UCGO_FAILOVER": mode, EnvNetDevices: "all"}
 	s := &relRun{t: t, sc: sc, rails: rails, fetched: map[uint64]int{}, lastPut: -1}
 	s.nd = &node{t: t, n: 2, procs: make([]*exec.Cmd, 2), kids: make([]*testproc.Child, 2), errs: make(chan epErr, 16)}
 	err = rails.A[0].Do(func() error {

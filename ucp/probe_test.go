@@ -1,0 +1,76 @@
+package ucp
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ucgo/ucgo/failover"
+	"github.com/ucgo/ucgo/internal/fault"
+	"github.com/ucgo/ucgo/uct"
+)
+
+// TestProbeBlackHole: two rc rails between two namespaces, failover on.
+// Both lanes answer their probes; then an eBPF black hole swallows every
+// packet of rail 0 in both directions. Rail 0 misses its probes while
+// rail 1 answers, so it fails with ErrRouteLost, reported in the failover
+// event that names it; the time from the black hole to the report is
+// logged (DetectBound is one second with the default policy; it is not
+// asserted, the machine may be loaded).
+func TestProbeBlackHole(t *testing.T) {
+	s := relStart(t, relScenario{name: "probe", rails: 2, tls: "rc", mode: "same"})
+	w, ep := s.nd.w, s.ep
+	if len(ep.lanes) != 2 {
+		t.Fatalf("%d lanes, want one per rail", len(ep.lanes))
+	}
+	rail0 := -1
+	for i := range ep.lanes {
+		if ep.lanes[i].attr.Device == s.rails.A[0].Link() {
+			rail0 = i
+		}
+	}
+	if rail0 < 0 {
+		t.Fatalf("no lane on %s", s.rails.A[0].Link())
+	}
+	// Both lanes answer (bounded: 10 s).
+	for stop := time.Now().Add(10 * time.Second); ; {
+		w.Progress()
+		w.lock()
+		heard := !ep.lanes[0].prb.heard.IsZero() && !ep.lanes[1].prb.heard.IsZero()
+		w.unlock()
+		if heard {
+			break
+		}
+		if time.Now().After(stop) {
+			t.Fatalf("the lanes' probes were not answered in 10 s: %+v", w.Stats().Probes)
+		}
+	}
+	undo, err := relEBPF(0, fault.Config{BlackHole: true})(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer undo()
+	hole := time.Now()
+	var ev *failover.Event
+	for stop := hole.Add(10 * time.Second); ev == nil && time.Now().Before(stop); {
+		w.Progress()
+		for i := range s.events {
+			if s.events[i].Kind != failover.FailedBack {
+				ev = &s.events[i]
+			}
+		}
+	}
+	if ev == nil {
+		t.Fatalf("rail 0 black-holed for 10 s and no failover event; probes %+v, endpoint %v", w.Stats().Probes, ep.Err())
+	}
+	seen := time.Since(hole)
+	st := w.Stats().Probes
+	t.Logf("black hole on rail 0 reported after %v (probes every %v, %d misses; lane silent %v when failed): %v",
+		seen, w.cfg.Failover.ProbeInterval, w.cfg.Failover.ProbeMisses, st.LastDetect, ev)
+	if !errors.Is(ev.Cause, uct.ErrRouteLost) || ev.From.Index != rail0 {
+		t.Errorf("event %v: want lane %d failed with %v", ev, rail0, uct.ErrRouteLost)
+	}
+	if st.RouteLost != 1 || st.Missed < uint64(w.cfg.Failover.ProbeMisses) {
+		t.Errorf("probe counters %+v: want one lane failed after %d misses", st, w.cfg.Failover.ProbeMisses)
+	}
+}
