@@ -52,7 +52,7 @@ func WriteTimeline(w io.Writer, tl Timeline) error {
 	px := func(d time.Duration) float64 { return left + float64(d)/float64(span)*(right-left) }
 	py := func(v float64) float64 { return bottom - v/float64(peak)*(bottom-top) }
 	// x ticks: about ten, on whole tenths of seconds.
-	step := max(100*time.Millisecond, (span/10).Round(100*time.Millisecond))
+	step := max(100*time.Millisecond, (span / 10).Round(100*time.Millisecond))
 	for t := time.Duration(0); t <= span; t += step {
 		x := px(t)
 		fmt.Fprintf(bw, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x, top, x, bottom)
