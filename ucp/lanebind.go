@@ -41,6 +41,7 @@ func (w *Worker) setHandlers(wi *wiface) {
 		{amRTR, w.onRTR}, {amATP, w.onATP}, {amUser, w.onUser}, {amKeepalive, w.onKeepalive},
 		{amClose, w.onClose}, {amUserFrag, w.onUserFrag}, {amUserRTS, w.onUserRTS},
 	}
+	hs = append(hs, w.seqHandlers()...)
 	si, ok := wi.it.(uct.AMSourceIface)
 	for _, e := range hs {
 		if !ok {

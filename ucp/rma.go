@@ -12,9 +12,10 @@ import (
 // or memory allocated from a transport (MemAlloc, needed for atomics on
 // shm).
 type Mem struct {
-	w     *Worker
-	buf   []byte
-	parts []memPart
+	w      *Worker
+	buf    []byte
+	parts  []memPart
+	packed []byte // PackRKey, for atomics as active messages (atomic_am.go)
 }
 
 type memPart struct {
@@ -40,6 +41,7 @@ func (w *Worker) MemMap(buf []byte) (*Mem, error) {
 	if len(m.parts) == 0 {
 		return nil, opErr("mem_map", "", uct.ErrUnsupported)
 	}
+	w.addMem(m)
 	return m, nil
 }
 
@@ -54,7 +56,9 @@ func (w *Worker) MemAlloc(size int) (*Mem, error) {
 		if err != nil {
 			return nil, opErr("mem_alloc", "", err)
 		}
-		return &Mem{w: w, buf: um.Bytes(), parts: []memPart{{md.comp.Name(), um}}}, nil
+		m := &Mem{w: w, buf: um.Bytes(), parts: []memPart{{md.comp.Name(), um}}}
+		w.addMem(m)
+		return m, nil
 	}
 	return nil, opErr("mem_alloc", "", uct.ErrUnsupported)
 }
@@ -77,6 +81,10 @@ func (m *Mem) PackRKey() []byte {
 
 // Close deregisters or frees the memory; idempotent.
 func (m *Mem) Close() error {
+	if m.packed != nil {
+		m.w.dropMem(m)
+		m.packed = nil
+	}
 	var err error
 	for _, p := range m.parts {
 		err = multierr.Append(err, p.m.Close())
@@ -142,7 +150,8 @@ func (ep *Endpoint) unpackLaneKey(b []byte, i int) (uct.RKey, error) {
 
 // RKey is a peer's remote key unpacked for one endpoint's lanes.
 type RKey struct {
-	keys []uct.RKey // by lane
+	keys   []uct.RKey // by lane
+	packed []byte     // the bundle (atomics as active messages)
 }
 
 // UnpackRKey unpacks a key bundle from Mem.PackRKey of the peer.
@@ -152,7 +161,7 @@ func (ep *Endpoint) UnpackRKey(b []byte) (*RKey, error) {
 	if ep.err != nil {
 		return nil, ep.fail("unpack_rkey")
 	}
-	k := &RKey{keys: make([]uct.RKey, len(ep.lanes))}
+	k := &RKey{keys: make([]uct.RKey, len(ep.lanes)), packed: append([]byte(nil), b...)}
 	var first error
 	for i := range ep.lanes {
 		uk, err := ep.unpackLaneKey(b, i)
@@ -248,6 +257,9 @@ func (ep *Endpoint) doRMA(r *Request) error {
 
 // doAtomic posts an atomic (lock held).
 func (ep *Endpoint) doAtomic(r *Request) error {
+	if ep.fo != nil {
+		return ep.atomicAM(r)
+	}
 	ln, k, err := ep.laneKey(r)
 	if err != nil {
 		return err
