@@ -15,19 +15,33 @@
 //
 // DefaultTransports are shm and, when a netdev other than loopback is up
 // with an IPv4 address, rc (RoCEv2 from user space on that netdev);
-// Config.Transports or UCGO_TLS choose others. Connect unpacks the peer's
-// worker address (UnpackAddress), connects lanes by capability (shm when
-// both workers run on the same host and boot, else rc, or whatever the
-// two workers' transports have in common) and sends a wireup request
-// carrying our address and our endpoint id; the peer answers with its id, creating an endpoint back to
-// us if it has none. Operations started before the answer are queued.
+// Config.Transports or UCGO_TLS choose others, and Config.NetDevices
+// (UCGO_NET_DEVICES) puts rc on several netdevs, one iface each. Connect
+// unpacks the peer's worker address (UnpackAddress) and connects lanes by
+// capability: shm when both workers run on the same host and boot, else
+// one network lane per reachable pair of devices (for rc: the peer's
+// address lies in an IPv4 subnet of our iface's netdev; pairs that cannot
+// reach each other are not tried, and when none is known to be reachable
+// the first pair that connects is the one lane), or whatever the two
+// workers' transports have in common. With Config.Failover in
+// AnyTransport mode, two workers on one host also connect rc lanes that
+// stand by beside shm and carry traffic only when no shm lane is healthy.
+// LanesTo lists the lanes Connect would open. The AM lane is the one of
+// lowest latency, the RMA lane the one of highest bandwidth. Connect then
+// sends a wireup request carrying our address, our endpoint id and a
+// random lane-bind token; the peer answers with its id and its token,
+// creating an endpoint back to us if it has none. Operations started before the answer are queued.
 // Every later message carries the receiver's endpoint id, so the receiver
 // finds the sender with one slice index. The id is not trusted alone: an
 // endpoint is bound to the connection its peer's wireup arrived on (the
 // transport's AM source: the receiving rc QP, the sending shm iface), and
 // a message naming it from any other connection, a close included, is
 // dropped, counted in WorkerStats.LaneMismatch and reported to the drop
-// handler (SetDropHandler).
+// handler (SetDropHandler). An endpoint with several lanes binds each:
+// once the peer's id is known, a lane-bind carrying our token goes over
+// every lane, and the receiver binds that lane's source only if the token
+// is the one its peer's wireup carried (a wrong token is a lane mismatch);
+// messages are accepted from any bound lane.
 //
 // # Operations
 //
@@ -175,6 +189,7 @@
 //	UCGO_AM_REASSEMBLY_PEER_MAX=256m  Config.AMReassemblyPeerMax
 //	UCGO_RCACHE_MAX=64m           Config.RcacheMax
 //	UCGO_FAILOVER=off|same|any    Config.Failover's Mode
+//	UCGO_NET_DEVICES=eth0,eth1    Config.NetDevices: rc on these netdevs ("all": every usable one)
 //
 // # Configuration precedence
 //

@@ -49,6 +49,8 @@ type lane struct {
 	// and when it last showed a sign of life
 	health *failover.Health
 	heard  time.Time
+
+	laneInfo // the lane set's (laneset.go)
 }
 
 // Endpoint is a connection to one peer worker over a set of lanes. Its
@@ -88,6 +90,7 @@ type Endpoint struct {
 
 	asmBytes int     // reassembly memory held for this peer (reassembly.go)
 	rx       laneSrc // where the peer's messages arrive (lanebind.go)
+	epBinds          // the sources of the peer's other lanes (lanebind_token.go)
 
 	scratch [128]byte
 
@@ -119,16 +122,17 @@ func (ep *Endpoint) pickLanes() bool {
 		if ln.failed != nil {
 			continue
 		}
-		if ln.attr.Cap.Has(uct.CapAMBcopy) && (ep.amLane < 0 || ln.attr.Latency < ep.lanes[ep.amLane].attr.Latency) {
+		if isAMLane(ln) && ep.pickStandby(i, isAMLane) && (ep.amLane < 0 || ln.attr.Latency < ep.lanes[ep.amLane].attr.Latency) {
 			ep.amLane = i
 		}
-		if ln.attr.Cap.Has(uct.CapGetZcopy|uct.CapPutZcopy) && (ep.rmaLane < 0 || ln.attr.Bandwidth > ep.lanes[ep.rmaLane].attr.Bandwidth) {
+		if isRMALane(ln) && ep.pickStandby(i, isRMALane) && (ep.rmaLane < 0 || ln.attr.Bandwidth > ep.lanes[ep.rmaLane].attr.Bandwidth) {
 			ep.rmaLane = i
 		}
 	}
 	if ep.amLane < 0 {
 		return false
 	}
+	ep.lanesPicked()
 	cfg := &ep.w.cfg
 	at := &ep.lanes[ep.amLane].attr
 	ep.shortMax = -1
@@ -164,7 +168,7 @@ func (ep *Endpoint) sendWireup() {
 		ep.w.toBacklog(ep)
 		return
 	}
-	m := wireup{kind: wireupReq, src: ep.id, addr: ep.w.addr}
+	m := wireup{kind: wireupReq, src: ep.id, token: ep.laneToken(), addr: ep.w.addr}
 	if ep.ridKnown {
 		m.kind, m.dst = wireupRep, ep.rid
 	}
@@ -216,9 +220,13 @@ func (w *Worker) onWireup(arg any, data []byte, _ uct.AMFlags) {
 		w.seqReset(ep) // the peer's endpoint is a new one
 	}
 	ep.rid, ep.ridKnown = m.src, true
+	w.peerTokenSeen(ep, m.token)
 	if m.kind == wireupReq {
 		ep.wireupDue = true
 		ep.sendWireup()
+		ep.rebindLanes()
+	} else {
+		ep.sendLaneBinds()
 	}
 	if !ep.queue.empty() {
 		w.toBacklog(ep)

@@ -115,6 +115,9 @@ func (w *Worker) drainBacklog() int {
 			w.toBacklog(ep)
 			continue
 		}
+		if ep.bindsDue {
+			ep.sendLaneBinds()
+		}
 		if !ep.stalled.empty() {
 			k, ok := w.resumeStalled(ep)
 			n += k

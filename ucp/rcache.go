@@ -115,7 +115,8 @@ func newRegCache(maxBytes int) *regCache {
 
 // get returns a registration of buf (non-empty) with access on md for
 // ep, taking a reference (lock held).
-func (c *regCache) get(ep *Endpoint, md *mdEntry, buf []byte, acc uct.Access) (*regEntry, error) {
+func (c *regCache) get(ep *Endpoint, wi *wiface, buf []byte, acc uct.Access) (*regEntry, error) {
+	md := wi.md
 	k := regKey{md: md, p: &buf[0], n: len(buf), acc: acc}
 	if e := c.m[k]; e != nil {
 		c.lru.remove(e)
@@ -128,7 +129,7 @@ func (c *regCache) get(ep *Endpoint, md *mdEntry, buf []byte, acc uct.Access) (*
 		return nil, err
 	}
 	e := &regEntry{key: k, mem: mem, refs: 1, cached: true}
-	e.bundle = packBundle([]bundlePart{{md.comp.Name(), mem.PackRKey()}})
+	e.bundle = packBundle([]bundlePart{{mdPartName(md.comp.Name(), wi.ord), mem.PackRKey()}})
 	c.m[k] = e
 	c.bytes += len(buf)
 	c.addUser(e, ep)

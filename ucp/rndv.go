@@ -31,7 +31,7 @@ func (ep *Endpoint) rndvSender(r *Request, get bool) (raddr uint64, rkey []byte,
 	w := ep.w
 	if get {
 		if r.reg == nil && len(r.buf) > 0 {
-			e, err := w.regs.get(ep, ep.lanes[ep.rmaLane].wi.md, r.buf, uct.AccessRemoteRead)
+			e, err := w.regs.get(ep, ep.lanes[ep.rmaLane].wi, r.buf, uct.AccessRemoteRead)
 			if err != nil {
 				return 0, nil, 0, err
 			}

@@ -307,7 +307,7 @@ func (w *Worker) rndvMatched(r *Request, ep *Endpoint, m *rts) {
 	if len(m.rkey) == 0 { // RndvPut: send a ready-to-receive
 		q := rtr{dst: ep.rid, sreq: m.sreq, length: uint64(n)}
 		if n > 0 {
-			e, err := w.regs.get(ep, ln.wi.md, r.buf[:n], uct.AccessRemoteWrite)
+			e, err := w.regs.get(ep, ln.wi, r.buf[:n], uct.AccessRemoteWrite)
 			if err != nil {
 				w.complete(r, opErr("tag_recv", ep.name, err))
 				ep.ctl(amATS, (&ack{dst: ep.rid, req: m.sreq, status: uint8(uct.StatusOf(err))}).encode)

@@ -24,6 +24,8 @@ type wiface struct {
 	attr   uct.IfaceAttr
 	active atomic.Bool // polled on every Progress (lanes.go)
 	used   atomic.Bool // carries a lane or delivered an event
+
+	ifaceRail // subnets and ordinal of the iface (laneset.go)
 }
 
 type asyncErr struct {
@@ -127,6 +129,7 @@ func (c *Context) NewWorker() (*Worker, error) {
 			continue
 		}
 		wi := &wiface{md: md, it: it, attr: it.Attr()}
+		w.railIface(wi)
 		w.ifaces = append(w.ifaces, wi)
 		a.Ifaces = append(a.Ifaces, IfaceAddress{Transport: md.comp.Name(), Addr: it.Address()})
 		w.setHandlers(wi)
