@@ -95,6 +95,8 @@ type Endpoint struct {
 	epBinds          // the sources of the peer's other lanes (lanebind_token.go)
 
 	scratch [128]byte
+
+	fo *epSeq // the sequenced channel (seq.go); nil with failover off
 }
 
 // Name returns a printable name of the peer.
@@ -154,6 +156,9 @@ func (ep *Endpoint) pickLanes() bool {
 	if ep.rmaLane < 0 {
 		ep.rndvMin = 1 << 62 // no rendezvous: large messages fail
 	}
+	if ep.fo != nil {
+		ep.seqLimits()
+	}
 	return true
 }
 
@@ -212,6 +217,9 @@ func (w *Worker) onWireup(arg any, data []byte, _ uct.AMFlags) {
 			w.closeEP(ep, true, uct.ErrCanceled)
 		}
 		return
+	}
+	if ep.ridKnown && ep.rid != m.src && ep.fo != nil {
+		w.seqReset(ep) // the peer's endpoint is a new one
 	}
 	ep.rid, ep.ridKnown = m.src, true
 	w.peerTokenSeen(ep, m.token)
