@@ -181,12 +181,15 @@ func (w *Worker) sendProbe(ep *Endpoint, li int, now time.Time) {
 	}
 	m := probeMsg{dst: ep.rid, lane: uint8(li), seq: ln.prb.seq + 1}
 	var b [probeLen]byte
-	if _, err := ln.ep.AMBcopy(amProbe, m.encode(b[:0]), nil); err != nil {
-		return // no room, or a broken lane: its next round tries again
+	// A probe the lane refuses (no room for ProbeInterval, its port down,
+	// its connection broken) is judged as one unanswered: a lane that
+	// cannot carry a probe for ProbeMisses rounds carries nothing else
+	// either.
+	if _, err := ln.ep.AMBcopy(amProbe, m.encode(b[:0]), nil); err == nil {
+		w.stats.Probes.Sent++
 	}
 	ln.prb.seq++
 	ln.prb.out, ln.prb.sent = true, now
-	w.stats.Probes.Sent++
 }
 
 // onProbe answers a probe over our lane on the iface it arrived on

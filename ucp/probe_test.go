@@ -18,6 +18,21 @@ import (
 // logged (DetectBound is one second with the default policy; it is not
 // asserted, the machine may be loaded).
 func TestProbeBlackHole(t *testing.T) {
+	testProbeFault(t, func(s *relRun) (func() error, error) {
+		return relEBPF(0, fault.Config{BlackHole: true})(s)
+	})
+}
+
+// TestProbeLinkDown: the same with rail 0's link down on our side, where
+// the lane refuses the probes instead of losing them: refused probes
+// count as missed.
+func TestProbeLinkDown(t *testing.T) {
+	testProbeFault(t, func(s *relRun) (func() error, error) {
+		return func() error { return s.rails.A[0].SetLink(true) }, s.rails.A[0].SetLink(false)
+	})
+}
+
+func testProbeFault(t *testing.T, inject func(*relRun) (func() error, error)) {
 	s := relStart(t, relScenario{name: "probe", rails: 2, tls: "rc", mode: "same"})
 	w, ep := s.nd.w, s.ep
 	if len(ep.lanes) != 2 {
@@ -45,7 +60,7 @@ func TestProbeBlackHole(t *testing.T) {
 			t.Fatalf("the lanes' probes were not answered in 10 s: %+v", w.Stats().Probes)
 		}
 	}
-	undo, err := relEBPF(0, fault.Config{BlackHole: true})(s)
+	undo, err := inject(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,11 +76,11 @@ func TestProbeBlackHole(t *testing.T) {
 		}
 	}
 	if ev == nil {
-		t.Fatalf("rail 0 black-holed for 10 s and no failover event; probes %+v, endpoint %v", w.Stats().Probes, ep.Err())
+		t.Fatalf("rail 0 broken for 10 s and no failover event; probes %+v, endpoint %v", w.Stats().Probes, ep.Err())
 	}
 	seen := time.Since(hole)
 	st := w.Stats().Probes
-	t.Logf("black hole on rail 0 reported after %v (probes every %v, %d misses; lane silent %v when failed): %v",
+	t.Logf("fault on rail 0 reported after %v (probes every %v, %d misses; lane silent %v when failed): %v",
 		seen, w.cfg.Failover.ProbeInterval, w.cfg.Failover.ProbeMisses, st.LastDetect, ev)
 	if !errors.Is(ev.Cause, uct.ErrRouteLost) || ev.From.Index != rail0 {
 		t.Errorf("event %v: want lane %d failed with %v", ev, rail0, uct.ErrRouteLost)

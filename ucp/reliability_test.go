@@ -536,7 +536,28 @@ func (s *relRun) finish() reliability.Row {
 	for _, ev := range s.events {
 		t.Logf("%s: failover event: %v", s.sc.name, ev)
 	}
+	s.logFailures()
 	return row
+}
+
+// logFailures logs, per kind of operation, how many requests failed and
+// the first status, and the first few sequence numbers the receiver
+// missed.
+func (s *relRun) logFailures() {
+	var n [reliability.NumKinds]int
+	var first [reliability.NumKinds]error
+	for _, op := range s.ops {
+		if op.Err != nil {
+			if n[op.Kind]++; first[op.Kind] == nil {
+				first[op.Kind] = op.Err
+			}
+		}
+	}
+	for k := range n {
+		if n[k] > 0 {
+			s.t.Logf("%s: %d %v requests failed, the first with: %v", s.sc.name, n[k], reliability.Kind(k), first[k])
+		}
+	}
 }
 
 // unknownAtomics counts fetching atomics whose outcome ucp could not
