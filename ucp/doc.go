@@ -239,7 +239,11 @@
 // (registration, remote keys) are shared by the context's workers and
 // are not under the lock. A single-goroutine worker takes no lock at
 // all. No goroutine runs on the data path; the only
-// background goroutine is the keepalive timer of a Peer-mode worker. The
+// background goroutine is the timer of a Peer-mode worker or one with
+// failover on: it marks keepalive rounds and, with failover, probe rounds
+// due (every Policy.ProbeInterval each lane of an endpoint with several
+// is probed over itself; one that misses Policy.ProbeMisses probes while
+// another answers fails with uct.ErrRouteLost) and wakes Progress. The
 // Context owns the memory domains, a Worker its ifaces, endpoints,
 // requests and unexpected messages; Close of each is idempotent.
 // Endpoints keep their lanes as a lane set (one uct endpoint and its iface
