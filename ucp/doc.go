@@ -26,6 +26,13 @@
 // workers' transports have in common. With Config.Failover in
 // AnyTransport mode, two workers on one host also connect rc lanes that
 // stand by beside shm and carry traffic only when no shm lane is healthy.
+// With failover on, the worker watches each iface's device (link up and
+// down, RDMA disabled): a device going down fails every lane on it with
+// uct.ErrLocalNICFailed, after telling the peer over a lane on another
+// device (its lanes to that device fail with uct.ErrRemoteNICFailed); a
+// device coming back rebuilds those lanes (new transport endpoints, bound
+// again), reported as failover.Restored events with
+// uct.ErrLocalNICReinit, and at the peer uct.ErrRemoteNICReinit.
 // LanesTo lists the lanes Connect would open. The AM lane is the one of
 // lowest latency, the RMA lane the one of highest bandwidth. Connect then
 // sends a wireup request carrying our address, our endpoint id and a

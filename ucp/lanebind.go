@@ -41,6 +41,7 @@ func (w *Worker) setHandlers(wi *wiface) {
 		{amRTR, w.onRTR}, {amATP, w.onATP}, {amUser, w.onUser}, {amKeepalive, w.onKeepalive},
 		{amClose, w.onClose}, {amUserFrag, w.onUserFrag}, {amUserRTS, w.onUserRTS}, {amLaneBind, w.onLaneBind},
 		{amProbe, w.onProbe}, {amProbeRep, w.onProbeRep},
+		{amLaneStatus, w.onLaneStatus},
 	}
 	hs = append(hs, w.seqHandlers()...)
 	si, ok := wi.it.(uct.AMSourceIface)
