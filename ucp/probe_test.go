@@ -18,22 +18,23 @@ import (
 // logged (DetectBound is one second with the default policy; it is not
 // asserted, the machine may be loaded).
 func TestProbeBlackHole(t *testing.T) {
-	testProbeFault(t, func(s *relRun) (func() error, error) {
+	testProbeFault(t, false, func(s *relRun) (func() error, error) {
 		return relEBPF(0, fault.Config{BlackHole: true})(s)
 	})
 }
 
-// TestProbeLinkDown: the same with rail 0's link down on our side, where
-// the lane refuses the probes instead of losing them: refused probes
-// count as missed.
+// TestProbeLinkDown: the same with rail 0's link down on our side and no
+// device watcher on either side (they would report the link at once),
+// where the lane refuses the probes instead of losing them: refused
+// probes count as missed.
 func TestProbeLinkDown(t *testing.T) {
-	testProbeFault(t, func(s *relRun) (func() error, error) {
+	testProbeFault(t, true, func(s *relRun) (func() error, error) {
 		return func() error { return s.rails.A[0].SetLink(true) }, s.rails.A[0].SetLink(false)
 	})
 }
 
-func testProbeFault(t *testing.T, inject func(*relRun) (func() error, error)) {
-	s := relStart(t, relScenario{name: "probe", rails: 2, tls: "rc", mode: "same"})
+func testProbeFault(t *testing.T, noWatch bool, inject func(*relRun) (func() error, error)) {
+	s := relStart(t, relScenario{name: "probe", rails: 2, tls: "rc", mode: "same", noWatch: noWatch})
 	w, ep := s.nd.w, s.ep
 	if len(ep.lanes) != 2 {
 		t.Fatalf("%d lanes, want one per rail", len(ep.lanes))

@@ -48,6 +48,9 @@ const (
 	relRecvs    = 64 // receives the receiver keeps posted
 	relFailEnv  = "UCGO_RELIABILITY_FAILOVER"
 	relGraceMax = 5 * time.Second
+	// relNoWatchEnv=1: both sides remove their device watchers, so that
+	// only the probes can see a link go down (TestProbeLinkDown).
+	relNoWatchEnv = "UCGO_REL_NO_LINKWATCH"
 )
 
 // relKinds is the generator's rotation of operations.
@@ -71,6 +74,9 @@ func init() {
 	// address and key, then receive and check tag and active messages
 	// until stdin says "end"; print the report as one JSON line.
 	childRoles["reliability"] = func(nd *node) error {
+		if os.Getenv(relNoWatchEnv) == "1" {
+			nd.w.unwatchLinks()
+		}
 		region, err := nd.w.MemAlloc(relMaxOps*8 + 8)
 		if err != nil {
 			return err
@@ -191,6 +197,7 @@ type relScenario struct {
 	check     func(t *testing.T, s *relRun)
 	epTimeout time.Duration
 	mode      string // UCGO_FAILOVER of both sides; "": relMode()
+	noWatch   bool   // no device watchers on either side
 }
 
 // relRun is one scenario's state in the generator.
@@ -255,6 +262,9 @@ func relStart(t *testing.T, sc relScenario) *relRun {
 		mode = relMode()
 	}
 	env := map[string]string{EnvTLS: sc.tls, EnvErrMode: "peer", "UCGO_FAILOVER": mode, EnvNetDevices: "all"}
+	if sc.noWatch {
+		env[relNoWatchEnv] = "1"
+	}
 	s := &relRun{t: t, sc: sc, rails: rails, fetched: map[uint64]int{}, lastPut: -1}
 	s.nd = &node{t: t, n: 2, procs: make([]*exec.Cmd, 2), kids: make([]*testproc.Child, 2), errs: make(chan epErr, 16)}
 	err = rails.A[0].Do(func() error {
@@ -268,6 +278,9 @@ func relStart(t *testing.T, sc relScenario) *relRun {
 			return err
 		}
 		s.nd.ctx, s.nd.w = ctx, w
+		if sc.noWatch {
+			w.unwatchLinks()
+		}
 		t.Cleanup(func() {
 			w.Close()
 			ctx.Close()
