@@ -61,6 +61,9 @@ type laneProbe struct {
 	out   bool      // that probe is unanswered
 	sent  time.Time // when it was sent
 	heard time.Time // when the lane last answered a probe
+	// dialed is when the lane was last connected again for its probes
+	// (reconnectProbe).
+	dialed time.Time
 }
 
 // ProbeStats counts the worker's per-lane probes (WorkerStats.Probes).
@@ -69,6 +72,8 @@ type ProbeStats struct {
 	// RouteLost: lanes failed for missing their probes; Recovered: failed
 	// lanes brought back up by answered probes.
 	RouteLost, Recovered uint64
+	// Redialed: failed lanes connected again to be probed.
+	Redialed uint64
 	// LastDetect is, for the last lane failed by its probes, the time from
 	// its last answered probe to the failure.
 	LastDetect time.Duration
@@ -172,7 +177,7 @@ func (w *Worker) otherLaneHeard(ep *Endpoint, li int, since time.Time) bool {
 // probing first.
 func (w *Worker) sendProbe(ep *Endpoint, li int, now time.Time) {
 	ln := &ep.lanes[li]
-	if ln.ep == nil || ln.prb.out || li > 0xff {
+	if ln.prb.out || li > 0xff || ln.ep == nil && !w.reconnectProbe(ep, li, now) {
 		return
 	}
 	h := w.laneHealth(ln, now)
@@ -190,6 +195,35 @@ func (w *Worker) sendProbe(ep *Endpoint, li int, now time.Time) {
 	}
 	ln.prb.seq++
 	ln.prb.out, ln.prb.sent = true, now
+}
+
+// reconnectProbe connects lane li of ep again so that its probes can
+// tell when its path is back (lock held). It acts on a lane that failed
+// for any cause but its own or its peer's device (the device watchers
+// rebuild those, linkwatch.go) and whose uct endpoint the failover
+// closed; at most once every ProbeMisses probe intervals, so that a path
+// still broken is not dialled in a loop. The new endpoint is bound by a
+// lane-bind and carries nothing but probes until laneUp: the lane stays
+// failed.
+func (w *Worker) reconnectProbe(ep *Endpoint, li int, now time.Time) bool {
+	ln := &ep.lanes[li]
+	pol := &w.cfg.Failover
+	if ln.ep != nil || ln.failed == nil || ln.nicDown || ln.rnicDown || ln.raddr == nil ||
+		now.Sub(ln.prb.dialed) < pol.ProbeInterval*time.Duration(pol.ProbeMisses) {
+		return false
+	}
+	ln.prb.dialed = now
+	uep, err := ln.wi.it.Connect(ln.raddr, uct.EPParams{Timeout: ep.params.Timeout})
+	if err != nil {
+		return false
+	}
+	ln.ep, ln.bindSent = uep, false
+	m := laneBind{dst: ep.rid, token: ep.laneToken()}
+	if _, err := uep.AMBcopy(amLaneBind, m.encode(ep.scratch[:0]), nil); err == nil {
+		ln.bindSent = true
+	}
+	w.stats.Probes.Redialed++
+	return true
 }
 
 // onProbe answers a probe over our lane on the iface it arrived on

@@ -48,18 +48,25 @@ func testProbeFault(t *testing.T, noWatch bool, inject func(*relRun) (func() err
 	if rail0 < 0 {
 		t.Fatalf("no lane on %s", s.rails.A[0].Link())
 	}
+	// Progress runs in A: a lane connected again from it dials there.
+	progressUntil := func(d time.Duration, done func() bool) bool {
+		ok := false
+		s.rails.A[0].Do(func() error {
+			for stop := time.Now().Add(d); !ok && time.Now().Before(stop); {
+				w.Progress()
+				ok = done()
+			}
+			return nil
+		})
+		return ok
+	}
 	// Both lanes answer (bounded: 10 s).
-	for stop := time.Now().Add(10 * time.Second); ; {
-		w.Progress()
+	if !progressUntil(10*time.Second, func() bool {
 		w.lock()
-		heard := !ep.lanes[0].prb.heard.IsZero() && !ep.lanes[1].prb.heard.IsZero()
-		w.unlock()
-		if heard {
-			break
-		}
-		if time.Now().After(stop) {
-			t.Fatalf("the lanes' probes were not answered in 10 s: %+v", w.Stats().Probes)
-		}
+		defer w.unlock()
+		return !ep.lanes[0].prb.heard.IsZero() && !ep.lanes[1].prb.heard.IsZero()
+	}) {
+		t.Fatalf("the lanes' probes were not answered in 10 s: %+v", w.Stats().Probes)
 	}
 	undo, err := inject(s)
 	if err != nil {
@@ -68,14 +75,14 @@ func testProbeFault(t *testing.T, noWatch bool, inject func(*relRun) (func() err
 	defer undo()
 	hole := time.Now()
 	var ev *failover.Event
-	for stop := hole.Add(10 * time.Second); ev == nil && time.Now().Before(stop); {
-		w.Progress()
+	progressUntil(10*time.Second, func() bool {
 		for i := range s.events {
 			if s.events[i].Kind != failover.FailedBack {
 				ev = &s.events[i]
 			}
 		}
-	}
+		return ev != nil
+	})
 	if ev == nil {
 		t.Fatalf("rail 0 broken for 10 s and no failover event; probes %+v, endpoint %v", w.Stats().Probes, ep.Err())
 	}
@@ -89,4 +96,34 @@ func testProbeFault(t *testing.T, noWatch bool, inject func(*relRun) (func() err
 	if st.RouteLost != 1 || st.Missed < uint64(w.cfg.Failover.ProbeMisses) {
 		t.Errorf("probe counters %+v: want one lane failed after %d misses", st, w.cfg.Failover.ProbeMisses)
 	}
+	// The fault removed, the failed lane answers its probes again and
+	// comes back up: traffic fails back to it.
+	if err := undo(); err != nil {
+		t.Fatal(err)
+	}
+	healed := time.Now()
+	var back *failover.Event
+	progressUntil(10*time.Second, func() bool {
+		for i := range s.events {
+			if s.events[i].Kind == failover.FailedBack {
+				back = &s.events[i]
+			}
+		}
+		return back != nil
+	})
+	st = w.Stats().Probes
+	if back == nil || st.Recovered != 1 {
+		t.Fatalf("rail 0 healed 10 s ago: fail-back event %v, probes %+v, endpoint %v", back, st, ep.Err())
+	}
+	t.Logf("rail 0 healed; fail-back event after %v: %v", time.Since(healed), back)
+	// Both sides fail back, each when its own probes answer: traffic
+	// settles on rail 0.
+	if !progressUntil(10*time.Second, func() bool {
+		w.lock()
+		defer w.unlock()
+		return ep.amLane == rail0 && ep.lanes[rail0].failed == nil
+	}) {
+		t.Fatalf("rail 0 healed %v ago, yet the AM lane is %d (events %v)", time.Since(healed), ep.amLane, s.events)
+	}
+	t.Logf("traffic back on rail 0 %v after the fault was removed", time.Since(healed))
 }
