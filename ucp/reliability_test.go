@@ -224,6 +224,11 @@ type relRun struct {
 	epErr                    error
 	events                   []failover.Event
 	getBad                   int
+	// pref is the AM lane before the fault; away says the traffic left
+	// it after the fault and had not come back when the fault was
+	// removed.
+	pref int
+	away bool
 }
 
 type relSlot struct {
@@ -322,13 +327,11 @@ func relStart(t *testing.T, sc relScenario) *relRun {
 	}
 	s.nd.w.SetFailoverHandler(func(ev failover.Event) {
 		s.events = append(s.events, ev)
-		if ev.Kind == failover.FailedBack && s.failedBck.IsZero() && !s.healed.IsZero() {
-			s.failedBck = time.Now()
-		}
-		if ev.Kind != failover.FailedBack && s.seen.IsZero() && !s.injected.IsZero() {
+		if (ev.Kind == failover.FailedOver || ev.Kind == failover.Exhausted) && s.seen.IsZero() && !s.injected.IsZero() {
 			s.seen = time.Now()
 		}
 	})
+	s.pref = s.ep.amLane
 	s.ops = make([]reliability.Op, 0, relMaxOps)
 	s.expect = make([]uint64, relMaxOps)
 	s.slots = make([]relSlot, relWindow)
@@ -415,8 +418,15 @@ func (s *relRun) done(r *Request) {
 }
 
 // drive runs the traffic for the scenario's time with its fault, then
-// waits (bounded) for every request to complete.
+// waits (bounded) for every request to complete. It runs in namespace A,
+// where the worker lives: a lane connected again dials from there.
 func (s *relRun) drive() {
+	if err := s.rails.A[0].Do(s.driveIn); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *relRun) driveIn() error {
 	t := s.t
 	w := s.nd.w
 	var undo func() error
@@ -427,15 +437,16 @@ func (s *relRun) drive() {
 		if s.injected.IsZero() && s.sc.fault != nil && el >= s.sc.at {
 			u, err := s.sc.fault(s)
 			if err != nil {
-				t.Fatalf("injecting %s: %v", s.sc.name, err)
+				return fmt.Errorf("injecting %s: %w", s.sc.name, err)
 			}
 			undo, s.injected = u, time.Now()
 		}
 		if undo != nil && s.healed.IsZero() && s.sc.heal > 0 && el >= s.sc.heal {
 			if err := undo(); err != nil {
-				t.Fatalf("healing %s: %v", s.sc.name, err)
+				return fmt.Errorf("healing %s: %w", s.sc.name, err)
 			}
 			s.healed = time.Now()
+			s.away = s.ep.amLane != s.pref
 		}
 		if el >= s.sc.run || len(s.ops) >= relMaxOps {
 			break
@@ -445,16 +456,19 @@ func (s *relRun) drive() {
 		}
 		w.Progress()
 		s.pollErr()
+		s.watchLane()
 	}
 	if undo != nil && s.healed.IsZero() && s.sc.heal > 0 {
 		if err := undo(); err != nil {
-			t.Fatalf("healing %s: %v", s.sc.name, err)
+			return fmt.Errorf("healing %s: %w", s.sc.name, err)
 		}
 		s.healed = time.Now()
+		s.away = s.ep.amLane != s.pref
 	}
 	for stop := time.Now().Add(30 * time.Second); s.out > 0 && time.Now().Before(stop); {
 		w.Progress()
 		s.pollErr()
+		s.watchLane()
 	}
 	// Stragglers: a second completion of a request would show up here.
 	for stop := time.Now().Add(200 * time.Millisecond); time.Now().Before(stop); {
@@ -462,6 +476,15 @@ func (s *relRun) drive() {
 	}
 	if s.out > 0 {
 		t.Errorf("%d requests still outstanding 30 s after the traffic ended", s.out)
+	}
+	return nil
+}
+
+// watchLane notes when the traffic is back on its preferred lane after
+// the fault was removed: the time to fail back.
+func (s *relRun) watchLane() {
+	if s.away && s.failedBck.IsZero() && s.ep.amLane == s.pref && s.ep.lanes[s.pref].failed == nil {
+		s.failedBck = time.Now()
 	}
 }
 
@@ -498,6 +521,10 @@ func (s *relRun) finish() reliability.Row {
 		}
 	}
 	okAtomics := 0
+	var tagT, amT, putT *reliability.Tally
+	if rep != nil {
+		tagT, amT, putT = reliability.FromBitmap(rep.Tag), reliability.FromBitmap(rep.AM), reliability.FromBitmap(rep.Put)
+	}
 	for seq, op := range s.ops {
 		if op.Done != 1 {
 			row.Completions++
@@ -508,11 +535,11 @@ func (s *relRun) finish() reliability.Row {
 		delivered := false
 		switch op.Kind {
 		case reliability.TagEager, reliability.TagRndv:
-			delivered = rep != nil && reliability.FromBitmap(rep.Tag).Has(uint64(seq)) || rep == nil && op.Err == nil
+			delivered = rep != nil && tagT.Has(uint64(seq)) || rep == nil && op.Err == nil
 		case reliability.AM, reliability.AMRndv:
-			delivered = rep != nil && reliability.FromBitmap(rep.AM).Has(uint64(seq)) || rep == nil && op.Err == nil
+			delivered = rep != nil && amT.Has(uint64(seq)) || rep == nil && op.Err == nil
 		case reliability.Put:
-			delivered = rep != nil && reliability.FromBitmap(rep.Put).Has(uint64(seq)) || rep == nil && op.Err == nil
+			delivered = rep != nil && putT.Has(uint64(seq)) || rep == nil && op.Err == nil
 		case reliability.Get, reliability.Atomic:
 			delivered = op.Err == nil
 		}
