@@ -101,6 +101,7 @@ type Request struct {
 	xkey   uct.RKey
 	xlane  int
 	xput   bool
+	stripe *stripe // a transfer striped over rails (stripe.go)
 	// zombie: completed by its endpoint's close or failure while a uct
 	// operation may still report into comp (the lane is closed after the
 	// worker lock is released), so it never returns to the pool.
