@@ -94,6 +94,8 @@ type Endpoint struct {
 	epRails          // striping (stripe.go)
 
 	scratch [128]byte
+
+	fo *epSeq // the sequenced channel (seq.go); nil with failover off
 }
 
 // Name returns a printable name of the peer.
@@ -153,6 +155,9 @@ func (ep *Endpoint) pickLanes() bool {
 	if ep.rmaLane < 0 {
 		ep.rndvMin = 1 << 62 // no rendezvous: large messages fail
 	}
+	if ep.fo != nil {
+		ep.seqLimits()
+	}
 	return true
 }
 
@@ -211,6 +216,9 @@ func (w *Worker) onWireup(arg any, data []byte, _ uct.AMFlags) {
 			w.closeEP(ep, true, uct.ErrCanceled)
 		}
 		return
+	}
+	if ep.ridKnown && ep.rid != m.src && ep.fo != nil {
+		w.seqReset(ep) // the peer's endpoint is a new one
 	}
 	ep.rid, ep.ridKnown = m.src, true
 	w.peerTokenSeen(ep, m.token)

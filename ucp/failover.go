@@ -125,6 +125,9 @@ func (w *Worker) laneFault(ep *Endpoint, li int, err error) {
 		w.failEP(ep, err)
 		return
 	}
+	if ep.lanes[li].failed != nil {
+		return // a straggler of a lane that failed already
+	}
 	if uct.StatusOf(err) == uct.ErrEndpointTimeout && ep.otherLaneUp(li) {
 		err = uct.NewOpError(ep.lanes[li].attr.Transport, "lane", ep.name, uct.ErrRouteLost,
 			fmt.Errorf("lane %d: %w", li, err))
@@ -157,18 +160,6 @@ func (w *Worker) laneUp(ep *Endpoint, li int) {
 	}
 	w.failBack(ep, li)
 }
-
-// failOver moves ep's traffic off the failed lane li (lock held). It
-// reports false when it cannot: the endpoint has no sequenced channel to
-// replay from, or no other lane is allowed by the policy; the caller then
-// fails the endpoint.
-func (w *Worker) failOver(ep *Endpoint, li int, err error) bool {
-	return false
-}
-
-// failBack moves ep's traffic back to lane li, up again, if the policy
-// fails back (lock held).
-func (w *Worker) failBack(ep *Endpoint, li int) {}
 
 // opLane is the lane whose post failed for request r: the RMA lane of
 // puts, gets and atomics, the AM lane of the rest.

@@ -85,6 +85,9 @@ func (w *Worker) keepalive() {
 		if ep.err != nil || w.heartbeat(ep) {
 			continue
 		}
+		if ep.fo != nil && ep.fo.win.Owed() > 0 {
+			w.seqAck(ep, false)
+		}
 		for i := range ep.lanes {
 			ln := &ep.lanes[i]
 			if ln.kaBusy || ln.ep == nil {

@@ -42,6 +42,7 @@ func (w *Worker) setHandlers(wi *wiface) {
 		{amClose, w.onClose}, {amUserFrag, w.onUserFrag}, {amUserRTS, w.onUserRTS}, {amLaneBind, w.onLaneBind},
 		{amLaneStatus, w.onLaneStatus},
 	}
+	hs = append(hs, w.seqHandlers()...)
 	si, ok := wi.it.(uct.AMSourceIface)
 	for _, e := range hs {
 		if !ok {

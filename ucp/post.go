@@ -50,7 +50,7 @@ func (w *Worker) dispatch(r *Request) error {
 	case kAtomic, kAtomicFetch:
 		err = ep.doAtomic(r)
 	case kCtl:
-		_, err = ep.lanes[ep.amLane].ep.AMBcopy(r.ctlID, r.hdr, nil)
+		err = ep.ctlSend(r.ctlID, r.hdr)
 		if err == nil {
 			w.complete(r, nil)
 		}
@@ -104,6 +104,9 @@ func (w *Worker) drainBacklog() int {
 		ep.inBacklog = false
 		if ep.closed || ep.err != nil {
 			continue
+		}
+		if ep.fo != nil {
+			w.seqPending(ep)
 		}
 		if ep.wireupDue {
 			ep.sendWireup()

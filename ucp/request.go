@@ -102,6 +102,10 @@ type Request struct {
 	xlane  int
 	xput   bool
 	stripe *stripe // a transfer striped over rails (stripe.go)
+	// failover (replay.go): the whole transfer, and that it must move
+	// to another lane once its chunks have reported
+	xall  []byte
+	xredo bool
 	// zombie: completed by its endpoint's close or failure while a uct
 	// operation may still report into comp (the lane is closed after the
 	// worker lock is released), so it never returns to the pool.

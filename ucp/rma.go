@@ -12,9 +12,10 @@ import (
 // or memory allocated from a transport (MemAlloc, needed for atomics on
 // shm).
 type Mem struct {
-	w     *Worker
-	buf   []byte
-	parts []memPart
+	w      *Worker
+	buf    []byte
+	parts  []memPart
+	packed []byte // PackRKey, for atomics as active messages (atomic_am.go)
 }
 
 type memPart struct {
@@ -42,6 +43,7 @@ func (w *Worker) MemMap(buf []byte) (*Mem, error) {
 	if len(m.parts) == 0 {
 		return nil, opErr("mem_map", "", uct.ErrUnsupported)
 	}
+	w.addMem(m)
 	return m, nil
 }
 
@@ -63,6 +65,7 @@ func (w *Worker) MemAlloc(size int) (*Mem, error) {
 			m.Close()
 			return nil, opErr("mem_alloc", "", err)
 		}
+		w.addMem(m)
 		return m, nil
 	}
 	return nil, opErr("mem_alloc", "", uct.ErrUnsupported)
@@ -86,6 +89,10 @@ func (m *Mem) PackRKey() []byte {
 
 // Close deregisters or frees the memory; idempotent.
 func (m *Mem) Close() error {
+	if m.packed != nil {
+		m.w.dropMem(m)
+		m.packed = nil
+	}
 	var err error
 	for _, p := range m.parts {
 		err = multierr.Append(err, p.m.Close())
@@ -155,7 +162,8 @@ func (ep *Endpoint) unpackLaneKey(b []byte, i int) (uct.RKey, error) {
 
 // RKey is a peer's remote key unpacked for one endpoint's lanes.
 type RKey struct {
-	keys []uct.RKey // by lane
+	keys   []uct.RKey // by lane
+	packed []byte     // the bundle (atomics as active messages)
 }
 
 // UnpackRKey unpacks a key bundle from Mem.PackRKey of the peer.
@@ -165,7 +173,7 @@ func (ep *Endpoint) UnpackRKey(b []byte) (*RKey, error) {
 	if ep.err != nil {
 		return nil, ep.fail("unpack_rkey")
 	}
-	k := &RKey{keys: make([]uct.RKey, len(ep.lanes))}
+	k := &RKey{keys: make([]uct.RKey, len(ep.lanes)), packed: append([]byte(nil), b...)}
 	var first error
 	for i := range ep.lanes {
 		uk, err := ep.unpackLaneKey(b, i)
@@ -264,6 +272,9 @@ func (ep *Endpoint) doRMA(r *Request) error {
 
 // doAtomic posts an atomic (lock held).
 func (ep *Endpoint) doAtomic(r *Request) error {
+	if ep.fo != nil {
+		return ep.atomicAM(r)
+	}
 	ln, k, err := ep.laneKey(r)
 	if err != nil {
 		return err

@@ -50,7 +50,7 @@ func (ep *Endpoint) rndvSender(r *Request, get bool) (raddr uint64, rkey []byte,
 // rndvAnnounce sends the announcement r.hdr with AM id on the AM lane
 // (lock held); r then waits in flight for the receiver's answer.
 func (ep *Endpoint) rndvAnnounce(r *Request, id uint8) error {
-	if _, err := ep.lanes[ep.amLane].ep.AMBcopy(id, r.hdr, nil); err != nil {
+	if err := ep.amSend(id, r.hdr, nil); err != nil {
 		return err
 	}
 	ep.inflight.push(r)
@@ -97,7 +97,11 @@ func (w *Worker) rndvMove(r *Request, ep *Endpoint, put bool, buf []byte, raddr 
 // r.comp holds one count of its own until the last chunk is posted, so
 // chunks that complete meanwhile do not finish r early.
 func (w *Worker) startChunks(r *Request, i int, put bool, buf []byte, raddr uint64, k uct.RKey) {
+	if r.stripe != nil {
+		w.unstripe(r) // started again on one lane (chunkRetry)
+	}
 	r.xbuf, r.xoff, r.xraddr, r.xkey, r.xlane, r.xput = buf, 0, raddr, k, i, put
+	r.xall = buf
 	r.comp.Count = 1
 	r.comp.Status = nil
 	w.postChunks(r)
@@ -207,6 +211,10 @@ func (w *Worker) resumeStalled(ep *Endpoint) (int, bool) {
 // finishChunks finishes r after its chunks completed with err (lock
 // held).
 func (w *Worker) finishChunks(r *Request, err error) {
+	if r.ep != nil && r.ep.fo != nil && (r.xredo || err != nil) && r.xall != nil && w.chunkRetry(r, err) {
+		return // moving again on another lane
+	}
+	r.xall = nil
 	if err != nil {
 		w.failRndv(r, err)
 		return

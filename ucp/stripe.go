@@ -185,6 +185,12 @@ func (w *Worker) startStripe(r *Request, st *stripe, put bool, buf []byte, raddr
 	}
 	r.stripe = st
 	r.xbuf, r.xoff, r.xraddr, r.xkey, r.xlane, r.xput = buf, 0, raddr, nil, st.lanes[0], put
+	r.xall = buf // failover moves the whole transfer (replay.go)
+	if st.ukeys[0] != nil {
+		// the RMA lane's key of the peer's bundle, which failover
+		// unpacks again for the lane it moves the transfer to
+		r.ukey, st.ukeys[0] = st.ukeys[0], nil
+	}
 	r.comp.Count = 1 + int32(st.n)
 	r.comp.Status = nil
 	w.postStripe(r)
@@ -307,4 +313,24 @@ func (st *stripe) release() {
 // still report into its completions.
 func (w *Worker) stripeDone(r *Request) {
 	r.stripe.release()
+}
+
+// usesLane reports whether r's transfer posts chunks on lane li.
+func (r *Request) usesLane(li int) bool {
+	if st := r.stripe; st != nil {
+		for k := 0; k < st.n; k++ {
+			if st.lanes[k] == li {
+				return true
+			}
+		}
+		return false
+	}
+	return r.xlane == li
+}
+
+// unstripe ends r's striping before its transfer starts again on one
+// lane, every chunk of the striped one having reported (lock held).
+func (w *Worker) unstripe(r *Request) {
+	r.stripe.release()
+	r.stripe = nil
 }

@@ -64,6 +64,9 @@ func (ep *Endpoint) sendTag(r *Request) error {
 		}
 		return ep.sendRTS(r)
 	}
+	if ep.fo != nil && n < ep.rndvMin {
+		return ep.sendTagSeq(r)
+	}
 	if n <= ep.shortMax {
 		b := ep.scratch[:4+n]
 		le.PutUint32(b, ep.rid)

@@ -87,6 +87,7 @@ type Worker struct {
 	linkWatches   // device status watchers (linkwatch.go)
 	kaState       // keepalive timer (keepalive.go)
 	foEvents      // failover events (failover.go)
+	memTable      // memory for atomics as active messages (atomic_am.go)
 
 	drops dropState  // reassembly accounting, drop handler (drops.go)
 	rx    rxInfo     // source of the wireup being handled (lanebind.go)
