@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/internal/netns"
 )
 
@@ -113,10 +114,20 @@ func TestRailsStripeRMA(t *testing.T) {
 	nd.exitOK(1)
 }
 
-// A striped transfer whose second rail goes down midway does not hang:
-// the Gets in flight complete, those that lost chunks with an error and
-// the others with the right bytes.
+// A striped transfer whose second rail goes down midway does not hang.
+// Failover off: the Gets in flight complete, those that lost chunks with
+// an error and the others with the right bytes. Failover to any
+// transport: the link watch fails the rail's lane, the transfers move to
+// the other rail and every Get completes with the right bytes.
 func TestRailsStripeRailDown(t *testing.T) {
+	for _, mode := range []string{"off", "any"} {
+		t.Run("failover="+mode, func(t *testing.T) {
+			stripeRailDown(t, mode)
+		})
+	}
+}
+
+func stripeRailDown(t *testing.T, mode string) {
 	t.Setenv(epTimeoutEnv, "2s")
 	rails, err := netns.NewRails(t, 2)
 	if err != nil {
@@ -129,7 +140,12 @@ func TestRailsStripeRailDown(t *testing.T) {
 			}
 		}
 	}
-	nd := railsWorldOn(t, rails, "rma", Config{}, EnvErrMode+"=peer")
+	cfg := Config{}
+	if mode == "any" {
+		cfg.Failover = failover.DefaultPolicy()
+		cfg.Failover.Mode = failover.AnyTransport
+	}
+	nd := railsWorldOn(t, rails, "rma", cfg, EnvErrMode+"=peer", EnvFailover+"="+mode)
 	ep := nd.eps[1]
 	keys := recvKeys(t, nd, 1)
 	reg := keys[0]
@@ -156,8 +172,19 @@ func TestRailsStripeRailDown(t *testing.T) {
 			ok++
 		}
 	}
-	t.Logf("%d gets completed, %d failed; endpoint error %v", ok, failed, ep.Err())
-	if failed == 0 {
+	t.Logf("%d gets completed, %d failed; chunks per lane %v; endpoint error %v", ok, failed, laneChunks(ep), ep.Err())
+	switch {
+	case mode == "off" && failed == 0:
 		t.Fatal("no get failed although a rail went down under them")
+	case mode == "any" && (failed != 0 || ep.Err() != nil):
+		t.Fatalf("with failover %d gets failed, endpoint error %v", failed, ep.Err())
+	}
+	if mode == "any" {
+		// still moving on the remaining rail
+		in := make([]byte, 1<<20)
+		nd.must(nd.wait(ep.Get(in, reg.addr, reg.key, nil)))
+		if !bytes.Equal(in, pattern(1<<20, 5)) {
+			t.Fatal("get after the failover: content differs")
+		}
 	}
 }
