@@ -85,7 +85,12 @@
 // chunks of the RMA lane's zcopy limit; a chunk the lane refuses for lack
 // of resources does not fail its request: the rest of the transfer waits
 // (as in UCX's pending queue) and resumes in order when the lane has room,
-// ahead of operations started later on the endpoint. All tag messages of one endpoint travel on
+// ahead of operations started later on the endpoint. An endpoint with
+// two or more rc lanes of equal capability (rails: one per NIC pair)
+// stripes rendezvous data and Put and Get transfers from 64 KiB over up
+// to Config.MaxRndvRails of them (UCX_MAX_RNDV_RAILS): chunks of at most
+// an equal share per rail go round robin, and the rendezvous key bundle
+// carries the key of each rail's memory domain. All tag messages of one endpoint travel on
 // one ordered lane and are matched on arrival, so messages with matching
 // tags are never overtaken, eager and rendezvous mixed. A message longer
 // than the receive buffer completes the receive with a *TruncatedError
@@ -197,6 +202,7 @@
 //	UCGO_RCACHE_MAX=64m           Config.RcacheMax
 //	UCGO_FAILOVER=off|same|any    Config.Failover's Mode
 //	UCGO_NET_DEVICES=eth0,eth1    Config.NetDevices: rc on these netdevs ("all": every usable one)
+//	UCGO_MAX_RNDV_RAILS=2         Config.MaxRndvRails: rails a transfer is striped over (1: none)
 //
 // # Configuration precedence
 //

@@ -52,6 +52,8 @@ type laneInfo struct {
 	// peer's (remote, as the peer told) went down; it is rebuilt when the
 	// device comes back (linkwatch.go).
 	nicDown, rnicDown bool
+
+	chunks uint64 // chunks of striped transfers posted on the lane (stripe.go)
 }
 
 // railIface fills wi's ifaceRail before wi joins w.ifaces (NewWorker, in
@@ -164,6 +166,7 @@ func (ep *Endpoint) lanesPicked() {
 			ep.lanes[i].wi.use()
 		}
 	}
+	ep.pickRails()
 }
 
 func isAMLane(ln *lane) bool  { return ln.attr.Cap.Has(uct.CapAMBcopy) }

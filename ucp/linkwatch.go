@@ -47,6 +47,10 @@ type linkEvent struct {
 // linkWatches are the worker's device watchers.
 type linkWatches struct {
 	watches []*uct.Watch
+	// linkSeen is when the watcher saw the last change Progress acted
+	// on, linkActed when Progress acted on it (tests measure detection
+	// with them).
+	linkSeen, linkActed time.Time
 }
 
 // lane status reports (amLaneStatus).
@@ -135,6 +139,7 @@ func (w *Worker) onLink(ev *linkEvent) {
 		return
 	}
 	wi := ev.wi
+	w.linkSeen, w.linkActed = ev.at, time.Now()
 	if !ev.status.Usable() {
 		if wi.linkDown {
 			return
@@ -254,16 +259,21 @@ func (w *Worker) rebuildLane(ep *Endpoint, li int, st uct.Status) error {
 	if ln.ep != nil {
 		w.laneClose = append(w.laneClose, ln.ep)
 	}
-	ln.ep, ln.failed = uep, nil
+	ln.ep = uep
 	ln.nicDown, ln.rnicDown, ln.bindSent = false, false, false
-	if !ln.standby || li == ep.amLane || li == ep.rmaLane {
-		ln.wi.use()
-	}
-	ep.sendLaneBinds()
+	ln.wi.use()
+	// bind the new connection before anything else travels on it
+	ep.sendBind(li)
 	w.foEvent(failover.Event{Kind: failover.Restored, Endpoint: ep.name, From: ep.foLane(li), To: ep.foLane(li),
 		Cause: uct.NewOpError(ln.attr.Transport, "link", ep.name, st, fmt.Errorf("lane %d rebuilt on %s", li, ln.attr.Device)),
 		At:    time.Now()})
 	w.laneUp(ep, li)
+	if ln.failed != nil && ep.err == nil {
+		// nothing in laneUp took the lane back (no failover channel
+		// yet): it is healthy, offer it to lane choice
+		ln.failed = nil
+		ep.pickLanes()
+	}
 	return nil
 }
 

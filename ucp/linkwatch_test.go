@@ -195,7 +195,11 @@ func TestLinkDownLaneStatus(t *testing.T) {
 	t1 := time.Now()
 	down := waitEvent("lane 0 down", func(ev failover.Event) bool { return ev.From.Index == 0 && ev.Cause != nil })
 	sp.halt()
-	t.Logf("link down: laneFault ran %v after SetLink was called, %v after it returned", down.At.Sub(t0), down.At.Sub(t1))
+	nd.w.lock()
+	seen, acted := nd.w.linkSeen, nd.w.linkActed
+	nd.w.unlock()
+	t.Logf("link down: SetLink took %v; the watcher saw the change %v after SetLink began, laneFault ran %v after SetLink began; "+
+		"event %v: detect %v, switch %v", t1.Sub(t0), seen.Sub(t0), acted.Sub(t0), down.Kind, down.Detect, down.Switch)
 	if !errors.Is(down.Cause, uct.ErrLocalNICFailed) {
 		t.Fatalf("event %v: cause %v, want ErrLocalNICFailed", down, down.Cause)
 	}
