@@ -470,6 +470,12 @@ func (s *relRun) driveIn() error {
 		s.pollErr()
 		s.watchLane()
 	}
+	// A failed lane comes back by its probes (redial, UpProbes answers):
+	// give the fail-back a few seconds beyond the traffic.
+	for stop := time.Now().Add(5 * time.Second); s.away && s.failedBck.IsZero() && time.Now().Before(stop); {
+		w.Progress()
+		s.watchLane()
+	}
 	// Stragglers: a second completion of a request would show up here.
 	for stop := time.Now().Add(200 * time.Millisecond); time.Now().Before(stop); {
 		w.Progress()

@@ -39,7 +39,11 @@ func (k Kind) String() string {
 }
 
 // Row is one scenario's line of the table. A duration below zero was not
-// measured (the event did not happen).
+// measured (the event did not happen) and prints as "-": Detect, no
+// failover event or endpoint failure after the fault; Failover, no
+// request completed after that; Failback, the traffic did not leave its
+// lane, was back on it before the fault was removed, or did not come back
+// within the scenario's bound.
 type Row struct {
 	Scenario   string
 	Sent       int
