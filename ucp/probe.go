@@ -133,12 +133,20 @@ func (w *Worker) judgeProbes(ep *Endpoint, now time.Time) {
 		if !ln.prb.out || ln.ep == nil {
 			continue
 		}
+		h := w.laneHealth(ln, now)
+		if h.State().Carries() && ln.heard.After(ln.prb.sent) {
+			// Traffic arrived on the lane since the probe left: the
+			// lane is alive (a busy peer may answer late, or not at
+			// all when its own queue is full).
+			ln.prb.out = false
+			h.Heard(now)
+			continue
+		}
 		if !w.otherLaneHeard(ep, li, ln.prb.sent) {
 			continue
 		}
 		ln.prb.out = false
 		w.stats.Probes.Missed++
-		h := w.laneHealth(ln, now)
 		last := ln.prb.heard
 		tr := h.Missed(now, uct.ErrRouteLost)
 		if tr.To != failover.Failed || !tr.Changed() || tr.From == failover.Probing {
@@ -162,10 +170,10 @@ func (w *Worker) judgeProbes(ep *Endpoint, now time.Time) {
 }
 
 // otherLaneHeard reports whether a lane of ep other than li answered a
-// probe after since.
+// probe or carried traffic from the peer after since.
 func (w *Worker) otherLaneHeard(ep *Endpoint, li int, since time.Time) bool {
 	for j := range ep.lanes {
-		if j != li && ep.lanes[j].prb.heard.After(since) {
+		if j != li && (ep.lanes[j].prb.heard.After(since) || ep.lanes[j].heard.After(since)) {
 			return true
 		}
 	}
@@ -186,12 +194,16 @@ func (w *Worker) sendProbe(ep *Endpoint, li int, now time.Time) {
 	}
 	m := probeMsg{dst: ep.rid, lane: uint8(li), seq: ln.prb.seq + 1}
 	var b [probeLen]byte
-	// A probe the lane refuses (no room for ProbeInterval, its port down,
-	// its connection broken) is judged as one unanswered: a lane that
-	// cannot carry a probe for ProbeMisses rounds carries nothing else
-	// either.
-	if _, err := ln.ep.AMBcopy(amProbe, m.encode(b[:0]), nil); err == nil {
+	// A probe the lane refuses for its port down or its connection broken
+	// is judged as one unanswered: a lane that cannot carry a probe for
+	// ProbeMisses rounds carries nothing else either. One refused for
+	// lack of room (a busy lane) is tried again next round.
+	_, err := ln.ep.AMBcopy(amProbe, m.encode(b[:0]), nil)
+	switch {
+	case err == nil:
 		w.stats.Probes.Sent++
+	case err == uct.ErrNoResource:
+		return
 	}
 	ln.prb.seq++
 	ln.prb.out, ln.prb.sent = true, now

@@ -20,6 +20,7 @@ import (
 // within CI's 20 minutes on a 2-core machine.
 func relScenarios() []relScenario {
 	return []relScenario{
+		{name: "no-fault", rails: 2, tls: "rc", run: 3 * time.Second, path: true, check: relNoFault},
 		{name: "linkdown", rails: 2, tls: "rc", run: 4 * time.Second, at: time.Second, heal: 2500 * time.Millisecond,
 			path: true, fault: func(s *relRun) (func() error, error) {
 				return func() error { return s.rails.A[0].SetLink(true) }, s.rails.A[0].SetLink(false)
@@ -123,6 +124,16 @@ func relBothDown(t *testing.T, s *relRun) {
 		t.Errorf("both rails down: endpoint failed with %v, a dead peer", err)
 	case relMode() != "off" && !errors.Is(err, uct.ErrLocalNICFailed):
 		t.Errorf("both rails down: endpoint failed with %v, want %v", err, uct.ErrLocalNICFailed)
+	}
+}
+
+// relNoFault: traffic alone, however heavy, fails no lane.
+func relNoFault(t *testing.T, s *relRun) {
+	for _, ev := range s.events {
+		t.Errorf("no fault, yet a failover event: %v", ev)
+	}
+	if st := s.nd.w.Stats(); st.Probes.RouteLost != 0 || st.FailedOver != 0 {
+		t.Errorf("no fault, yet %d lanes failed by probes, %d failovers", st.Probes.RouteLost, st.FailedOver)
 	}
 }
 

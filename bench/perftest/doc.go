@@ -84,7 +84,8 @@
 // (blackhole, internal/fault) or its link down and up every 200 ms
 // (flap). It prints a summary and writes failover.json (messages
 // completed per 10 ms bin, the fault, its removal and the failover
-// events' detection, switch and fail-back, in milliseconds from the
-// start; -1 for what did not happen) and failover.svg (the timeline with
+// events after the fault: detection, switch, the lane restored and
+// fail-back, in milliseconds from the start; -1 for what did not happen;
+// every event with its time) and failover.svg (the timeline with
 // those instants marked) into -out (default failover-out).
 package main

@@ -91,6 +91,7 @@ type foTimeline struct {
 	DetectMS   float64  `json:"detected_ms"` // the failover event: fault seen
 	SwitchMS   float64  `json:"switched_ms"` // traffic on the new lane
 	BackMS     float64  `json:"failed_back_ms"`
+	RestoredMS float64  `json:"restored_ms"`    // the failed lane rebuilt
 	GapMS      float64  `json:"longest_gap_ms"` // longest run of empty bins after the fault
 	Events     []string `json:"events"`
 	EndpointOK bool     `json:"endpoint_ok"`
@@ -255,21 +256,27 @@ func foClient(cfg *config, fs faultSpec, rails *netns.Rails, out *bufio.Reader, 
 	run := fs.At + fs.For + 2*time.Second
 	size := cfg.Sizes[0]
 	tl := &foTimeline{Transport: cfg.Transport, Fault: fs.String(), Size: size, Window: cfg.Window, BinMS: ms(foBin),
-		Bins: make([]int, run/foBin+1), FaultMS: -1, HealMS: -1, DetectMS: -1, SwitchMS: -1, BackMS: -1}
+		Bins: make([]int, run/foBin+1), FaultMS: -1, HealMS: -1, DetectMS: -1, SwitchMS: -1, BackMS: -1, RestoredMS: -1}
 	var start time.Time
 	w.SetFailoverHandler(func(ev failover.Event) {
-		tl.Events = append(tl.Events, ev.String())
 		at := ev.At
 		if at.IsZero() {
 			at = time.Now()
 		}
+		t := ms(at.Sub(start))
+		tl.Events = append(tl.Events, fmt.Sprintf("%.1f ms: %v", t, ev))
+		if tl.FaultMS < 0 {
+			return // before the fault: not its detection
+		}
 		switch {
 		case ev.Kind == failover.FailedBack && tl.BackMS < 0:
-			tl.BackMS = ms(at.Sub(start))
-		case ev.Kind != failover.FailedBack && tl.DetectMS < 0:
-			tl.DetectMS = ms(at.Sub(start))
+			tl.BackMS = t
+		case ev.Kind == failover.Restored && tl.RestoredMS < 0:
+			tl.RestoredMS = t
+		case (ev.Kind == failover.FailedOver || ev.Kind == failover.Exhausted) && tl.DetectMS < 0:
+			tl.DetectMS = t
 			if ev.Kind == failover.FailedOver {
-				tl.SwitchMS = tl.DetectMS + ms(ev.Switch)
+				tl.SwitchMS = t + ms(ev.Switch)
 			}
 		}
 	})
@@ -429,6 +436,7 @@ func writeTimeline(cfg *config, tl *foTimeline, stdout io.Writer) error {
 	add(tl.DetectMS, "detected")
 	add(tl.SwitchMS, "switched")
 	add(tl.HealMS, "fault removed")
+	add(tl.RestoredMS, "lane restored")
 	add(tl.BackMS, "failed back")
 	var svg strings.Builder
 	err = plot.WriteTimeline(&svg, plot.Timeline{
@@ -440,8 +448,8 @@ func writeTimeline(cfg *config, tl *foTimeline, stdout io.Writer) error {
 	if err := os.WriteFile(sp, []byte(svg.String()), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "failover %s: %d sent, %d completed, %d failed; fault at %.1f ms, detected at %.1f ms, switched at %.1f ms, failed back at %.1f ms; longest gap %.0f ms; endpoint ok %v\n",
-		tl.Fault, tl.Sent, tl.Completed, tl.Failed, tl.FaultMS, tl.DetectMS, tl.SwitchMS, tl.BackMS, tl.GapMS, tl.EndpointOK)
+	fmt.Fprintf(stdout, "failover %s: %d sent, %d completed, %d failed; fault at %.1f ms, detected at %.1f ms, switched at %.1f ms, lane restored at %.1f ms, failed back at %.1f ms; longest gap %.0f ms; endpoint ok %v\n",
+		tl.Fault, tl.Sent, tl.Completed, tl.Failed, tl.FaultMS, tl.DetectMS, tl.SwitchMS, tl.RestoredMS, tl.BackMS, tl.GapMS, tl.EndpointOK)
 	fmt.Fprintf(stdout, "wrote %s and %s\n", jp, sp)
 	return nil
 }
