@@ -127,3 +127,49 @@ func testProbeFault(t *testing.T, noWatch bool, inject func(*relRun) (func() err
 	}
 	t.Logf("traffic back on rail 0 %v after the fault was removed", time.Since(healed))
 }
+
+// TestProbeBusyLane: a lane whose probes go unanswered (a busy peer
+// answers late, or drops the answer when its queue is full) while its
+// traffic keeps arriving is alive: rounds of unanswered probes with
+// traffic heard after each fail nothing. The same rounds without that
+// traffic fail the lane with ErrRouteLost. Two workers of this host:
+// shm and an rc lane standing by.
+func TestProbeBusyLane(t *testing.T) {
+	pol := failover.DefaultPolicy()
+	ws := standbyPair(t, pol)
+	ab, err := ws[0].Connect(ws[1].Address(), EPParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tagOver(t, ws[:], ab, ws[1], 1, []byte("wire up"))
+	w := ws[0]
+	clock := time.Now() // the rounds' own clock, a round per interval
+	rounds := func(traffic bool) {
+		w.lock()
+		defer w.unlock()
+		for i := 0; i < pol.ProbeMisses+1 && ab.err == nil; i++ {
+			clock = clock.Add(pol.ProbeInterval)
+			sent := clock
+			ab.lanes[0].prb.out, ab.lanes[0].prb.sent = true, sent
+			ab.lanes[1].prb.heard = sent.Add(time.Millisecond)
+			if traffic {
+				ab.lanes[0].heard = sent.Add(time.Millisecond)
+			}
+			w.judgeProbes(ab, sent.Add(pol.ProbeInterval))
+		}
+	}
+	rounds(true)
+	if st := w.Stats().Probes; st.Missed != 0 || st.RouteLost != 0 || ab.Err() != nil {
+		t.Fatalf("traffic heard after every probe, yet %+v, endpoint %v", st, ab.Err())
+	}
+	rounds(false)
+	if st := w.Stats().Probes; st.Missed != uint64(pol.ProbeMisses) || st.RouteLost != 1 {
+		t.Fatalf("silent lane: %+v, want %d misses and the lane failed", st, pol.ProbeMisses)
+	}
+	w.lock()
+	failed := ab.lanes[0].failed
+	w.unlock()
+	if !errors.Is(failed, uct.ErrRouteLost) {
+		t.Fatalf("lane 0 failed with %v, want %v", failed, uct.ErrRouteLost)
+	}
+}
