@@ -11,6 +11,7 @@ import (
 
 	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/internal/netns"
+	"github.com/ucgo/ucgo/transport/shm"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -281,4 +282,69 @@ func FuzzLaneStatus(f *testing.F) {
 			t.Fatal("lane status round trip")
 		}
 	})
+}
+
+// One host, failover to any transport: disabling our shm device fails
+// the shm lane with ErrLocalNICFailed and the peer's with
+// ErrRemoteNICFailed; traffic goes on over the rc lane standing by.
+// Enabling it again rebuilds both shm lanes (ErrLocalNICReinit,
+// ErrRemoteNICReinit) and traffic fails back to shm.
+func TestStandbyShmDisabled(t *testing.T) {
+	pol := failover.DefaultPolicy()
+	pol.Mode = failover.AnyTransport
+	ws := standbyPair(t, pol)
+	all := ws[:]
+	var evs [2][]failover.Event
+	for i, w := range ws {
+		i := i
+		w.SetFailoverHandler(func(ev failover.Event) { evs[i] = append(evs[i], ev) })
+	}
+	ab, err := ws[0].Connect(ws[1].Address(), EPParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ba := tagOver(t, all, ab, ws[1], 1, []byte("over shm"))
+	tagOver(t, all, ba, ws[0], 2, pattern(100000, 1))
+	has := func(i int, kind failover.Kind, st uct.Status) bool {
+		for _, ev := range evs[i] {
+			if ev.Kind == kind && ev.From.Transport == "shm" && uct.StatusOf(ev.Cause) == st {
+				return true
+			}
+		}
+		return false
+	}
+	dev := ws[0].ifaces[0].it.(*shm.Iface)
+	if err := dev.SetDeviceStatus(uct.DeviceRDMADisabled); err != nil {
+		t.Fatal(err)
+	}
+	spinAll(t, "shm lanes failed over", all, nil, func() bool {
+		return has(0, failover.FailedOver, uct.ErrLocalNICFailed) && has(1, failover.FailedOver, uct.ErrRemoteNICFailed)
+	})
+	for _, ep := range []*Endpoint{ab, ba} {
+		if ep.Err() != nil || ep.lanes[ep.amLane].attr.Transport != "rc" {
+			t.Fatalf("after the shm device went down: endpoint error %v, AM lane %d", ep.Err(), ep.amLane)
+		}
+	}
+	tagOver(t, all, ab, ws[1], 3, pattern(100, 2))
+	tagOver(t, all, ba, ws[0], 4, pattern(100000, 3))
+	if err := dev.SetDeviceStatus(uct.DeviceUp); err != nil {
+		t.Fatal(err)
+	}
+	spinAll(t, "shm lanes rebuilt", all, nil, func() bool {
+		return has(0, failover.Restored, uct.ErrLocalNICReinit) && has(1, failover.Restored, uct.ErrRemoteNICReinit)
+	})
+	spinAll(t, "traffic back on shm", all, nil, func() bool {
+		ws[0].lock()
+		ws[1].lock()
+		defer ws[0].unlock()
+		defer ws[1].unlock()
+		return ab.lanes[ab.amLane].attr.Transport == "shm" && ba.lanes[ba.amLane].attr.Transport == "shm"
+	})
+	tagOver(t, all, ab, ws[1], 5, pattern(100, 4))
+	tagOver(t, all, ba, ws[0], 6, pattern(100000, 5))
+	for i, w := range ws {
+		if n := w.Stats().LaneMismatch; n != 0 {
+			t.Errorf("worker %d: LaneMismatch %d", i, n)
+		}
+	}
 }

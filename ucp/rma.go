@@ -263,7 +263,7 @@ func (ep *Endpoint) doRMA(r *Request) error {
 	if err != nil {
 		return err
 	}
-	if ep.w.stripeRMA(r, ep) {
+	if len(ep.rails) > 1 && ep.w.stripeRMA(r, ep) {
 		return nil
 	}
 	ep.w.startChunks(r, ep.rmaLane, r.kind == kPut, r.buf, r.raddr, k)

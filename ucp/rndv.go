@@ -71,7 +71,7 @@ func (w *Worker) rndvMove(r *Request, ep *Endpoint, put bool, buf []byte, raddr 
 		w.failRndv(r, fmt.Errorf("no lane for get: %w", uct.ErrUnsupported))
 		return
 	}
-	if w.stripeRndv(r, ep, put, buf, raddr, rkey) {
+	if len(ep.rails) > 1 && w.stripeRndv(r, ep, put, buf, raddr, rkey) {
 		return
 	}
 	k, err := ep.laneKeyRef(rkey, ep.rmaLane)

@@ -1,0 +1,134 @@
+package ucp
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/ucgo/ucgo/internal/netns"
+	"github.com/ucgo/ucgo/transport/rc"
+	"github.com/ucgo/ucgo/transport/rc/verbs"
+)
+
+// railsRateEnv sets the rate (Mbit/s) each veth end is limited to in
+// BenchmarkRails' rate-limited runs; default railsRate.
+const railsRateEnv = "UCGO_UCP_RAILS_MBIT"
+
+const railsRate = 400
+
+// BenchmarkRails: 1 MiB tag sends (rendezvous, bwWindow in flight) and
+// 1 MiB Puts (bwWindow in flight) between two namespaces joined by two
+// rails (netns.NewRails), each worker with an rc iface per rail, data
+// striped over one rail (MaxRndvRails 1) or two. Unlimited, the CPU
+// limits a rail; rate-limited (tc, each veth end to UCGO_UCP_RAILS_MBIT,
+// default 400 Mbit/s) the rails stand in for NICs of a fixed speed. The
+// sub-benchmarks alternate one rail and two, so -count=N gives paired
+// runs:
+//
+//	go test -run '^$' -bench BenchmarkRails -count 5 ./ucp/
+func BenchmarkRails(b *testing.B) {
+	rate := railsRate
+	if v, err := strconv.Atoi(os.Getenv(railsRateEnv)); err == nil && v > 0 {
+		rate = v
+	}
+	for _, op := range []string{"tag", "put"} {
+		for _, mbit := range []int{0, rate} {
+			for _, n := range []int{1, 2} {
+				lim := "unlimited"
+				if mbit > 0 {
+					lim = fmt.Sprintf("%dmbit", mbit)
+				}
+				b.Run(fmt.Sprintf("%s/%s/rails=%d", op, lim, n), func(b *testing.B) { benchRails(b, op, mbit, n) })
+			}
+		}
+	}
+}
+
+func benchRails(b *testing.B, op string, mbit, rails int) {
+	b.Setenv(epTimeoutEnv, "30s")
+	r, err := netns.NewRails(b, 2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if mbit > 0 {
+		for i := range r.A {
+			for _, ns := range []*netns.NS{r.A[i], r.B[i]} {
+				if err := ns.SetRate(mbit); err != nil {
+					b.Skipf("tc: %v", err)
+				}
+			}
+		}
+	}
+	role := map[string]string{"tag": "sink", "put": "rma"}[op]
+	nd := railsWorldOn(b, r, role, Config{MaxRndvRails: rails}, EnvMaxRndvRails+"="+strconv.Itoa(rails))
+	if got := len(nd.eps[1].rails); got != map[int]int{1: 0, 2: 2}[rails] {
+		b.Fatalf("%d rails striped, want %d", got, rails)
+	}
+	before := rcCounters(nd.ctx)
+	if op == "tag" {
+		benchTagBandwidth(b, nd, bwSize, bwWindow)
+	} else {
+		benchPutBandwidth(b, nd, bwSize, bwWindow)
+	}
+	after := rcCounters(nd.ctx)
+	b.ReportMetric(float64(after.Retransmits-before.Retransmits)/float64(b.N), "retx/op")
+	b.ReportMetric(float64(after.RxDropped+after.TxDropped-before.RxDropped-before.TxDropped)/float64(b.N), "drops/op")
+}
+
+// rcCounters sums the packet counters of the context's rc devices.
+func rcCounters(c *Context) verbs.Counters {
+	var sum verbs.Counters
+	for _, m := range c.mds {
+		md, ok := m.md.(*rc.MD)
+		if !ok {
+			continue
+		}
+		k := md.Device().Counters()
+		sum.Retransmits += k.Retransmits
+		sum.RxDropped += k.RxDropped
+		sum.TxDropped += k.TxDropped
+	}
+	return sum
+}
+
+// benchPutBandwidth puts size bytes to the rma child's registered memory
+// with window Puts in flight.
+func benchPutBandwidth(b *testing.B, nd *node, size, window int) {
+	defer pinCPU(0)()
+	ep, w := nd.eps[1], nd.w
+	keys := recvKeys(b, nd, 1)
+	reg := keys[0]
+	buf := pattern(size, 1)
+	win := make([]*Request, window)
+	run := func(n int) {
+		for i := 0; i < n; i++ {
+			k := i % window
+			if r := win[k]; r != nil {
+				spin(w, r)
+				if err := r.Err(); err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+			}
+			win[k] = ep.Put(buf, reg.addr, reg.key, nil)
+		}
+		for k, r := range win {
+			if r != nil {
+				spin(w, r)
+				if err := r.Err(); err != nil {
+					b.Fatal(err)
+				}
+				r.Release()
+				win[k] = nil
+			}
+		}
+	}
+	run(2 * window)
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	run(b.N)
+	b.StopTimer()
+	benchQuit(nd)
+}
