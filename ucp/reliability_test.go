@@ -18,7 +18,6 @@ import (
 	"github.com/ucgo/ucgo/internal/netns"
 	"github.com/ucgo/ucgo/internal/reliability"
 	"github.com/ucgo/ucgo/internal/testproc"
-	"github.com/ucgo/ucgo/uct"
 )
 
 // The reliability suite: go test -run Reliability ./ucp/. Each scenario
@@ -642,16 +641,5 @@ func TestReliability(t *testing.T) {
 				sc.check(t, s)
 			}
 		})
-	}
-}
-
-// wantStatus checks that the endpoint failed with want, and that every
-// failed request names a status (none is left without one).
-func wantStatus(want uct.Status) func(*testing.T, *relRun) {
-	return func(t *testing.T, s *relRun) {
-		err := s.ep.Err()
-		if !errors.Is(err, want) {
-			t.Errorf("endpoint status %v, want %v", err, want)
-		}
 	}
 }
