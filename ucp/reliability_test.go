@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -230,6 +231,11 @@ type relRun struct {
 	away bool
 }
 
+// relSlot is the memory of one outstanding eager send, put, get or
+// atomic, reused once it completed. A rendezvous send gets a buffer of
+// its own: its peer may still read it after the send completed (an RDMA
+// READ request retransmitted while the first answer was on its way is
+// answered again from memory), so it is never written again.
 type relSlot struct {
 	buf  []byte
 	hdr  [8]byte
@@ -335,7 +341,7 @@ func relStart(t *testing.T, sc relScenario) *relRun {
 	s.expect = make([]uint64, relMaxOps)
 	s.slots = make([]relSlot, relWindow)
 	for i := range s.slots {
-		s.slots[i].buf = make([]byte, relRndvLen)
+		s.slots[i].buf = make([]byte, 2048)
 		s.free = append(s.free, i)
 	}
 	return s
@@ -354,20 +360,20 @@ func (s *relRun) post() {
 	var r *Request
 	switch kind {
 	case reliability.TagEager, reliability.TagRndv:
-		n := 16 + seq%2*2000
+		buf := sl.buf[:16+seq%2*2000]
 		if kind == reliability.TagRndv {
-			n = relRndvLen
+			buf = make([]byte, relRndvLen)
 		}
-		reliability.Fill(sl.buf[:n], uint64(seq))
-		r = s.ep.TagSend(sl.buf[:n], mkTag(0, relTagData), p)
+		reliability.Fill(buf, uint64(seq))
+		r = s.ep.TagSend(buf, mkTag(0, relTagData), p)
 	case reliability.AM, reliability.AMRndv:
-		n := 64
+		buf := sl.buf[:64]
 		if kind == reliability.AMRndv {
-			n = relAMRndv
+			buf = make([]byte, relAMRndv)
 		}
-		reliability.Fill(sl.buf[:n], uint64(seq))
+		reliability.Fill(buf, uint64(seq))
 		binary.LittleEndian.PutUint64(sl.hdr[:], uint64(seq))
-		r = s.ep.AMSend(relAMID, sl.hdr[:], sl.buf[:n], p)
+		r = s.ep.AMSend(relAMID, sl.hdr[:], buf, p)
 	case reliability.Put:
 		binary.LittleEndian.PutUint64(sl.word[:], uint64(seq)+1)
 		r = s.ep.Put(sl.word[:], s.raddr+uint64(seq)*8, s.rkey, p)
@@ -426,6 +432,13 @@ func (s *relRun) drive() {
 }
 
 func (s *relRun) driveIn() error {
+	// netns.Do re-raises a panic on the test's goroutine: keep where it
+	// happened.
+	defer func() {
+		if p := recover(); p != nil {
+			panic(fmt.Sprintf("%v\n%s", p, debug.Stack()))
+		}
+	}()
 	t := s.t
 	w := s.nd.w
 	var undo func() error
