@@ -1,6 +1,7 @@
 package ucp
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -128,7 +129,7 @@ func (w *Worker) laneFault(ep *Endpoint, li int, err error) {
 	if ep.lanes[li].failed != nil {
 		return // a straggler of a lane that failed already
 	}
-	if uct.StatusOf(err) == uct.ErrEndpointTimeout && ep.otherLaneUp(li) {
+	if errors.Is(err, uct.ErrEndpointTimeout) && ep.otherLaneUp(li) {
 		err = uct.NewOpError(ep.lanes[li].attr.Transport, "lane", ep.name, uct.ErrRouteLost,
 			fmt.Errorf("lane %d: %w", li, err))
 	}
@@ -171,4 +172,15 @@ func (ep *Endpoint) opLane(r *Request) int {
 		return ep.rmaLane
 	}
 	return ep.amLane
+}
+
+// routeLost is told that a post on lane li of the sequenced endpoint ep
+// was refused with err (lock held). A lane whose route is gone (its link
+// is down: uct.ErrRouteLost) while another lane carries traffic is a
+// lane fault: waiting for the route to come back would hold the
+// endpoint's traffic for as long as the link stays down.
+func (w *Worker) routeLost(ep *Endpoint, li int, err error) {
+	if uct.StatusOf(err) == uct.ErrRouteLost && ep.otherLaneUp(li) {
+		w.laneFault(ep, li, err)
+	}
 }

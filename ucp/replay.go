@@ -124,9 +124,9 @@ func (w *Worker) redoChunks(ep *Endpoint, li int) {
 			w.postStripe(r) // drops the counts it holds, then finishes
 			continue
 		}
-		if r.comp.Count--; r.comp.Count == 0 { // the count postChunks held
-			err := r.comp.Status
-			r.comp.Status = nil
+		if r.xc.Count--; r.xc.Count == 0 { // the count postChunks held
+			err := r.xc.Status
+			r.xc.Status = nil
 			w.finishChunks(r, err)
 		}
 	}
@@ -138,8 +138,11 @@ func (w *Worker) redoChunks(ep *Endpoint, li int) {
 // starts again on the RMA lane. It reports whether it did.
 func (w *Worker) chunkRetry(r *Request, err error) bool {
 	ep := r.ep
-	if !r.xredo {
-		if !uct.StatusOf(err).IsEndpointFatal() || r.xlane < 0 || r.xlane >= len(ep.lanes) {
+	if r.xlane < 0 || r.xlane >= len(ep.lanes) {
+		return false
+	}
+	if !r.xredo && ep.lanes[r.xlane].failed == nil { // the first news of the lane's fault
+		if !uct.StatusOf(err).IsEndpointFatal() {
 			return false
 		}
 		if ep.lanes[r.xlane].failed == nil {
@@ -168,6 +171,13 @@ func (w *Worker) chunkRetry(r *Request, err error) bool {
 	default:
 		return false
 	}
+	// A new completion for the new attempt: reports of the failed lane's
+	// operations that come late (its close cancels what it still holds)
+	// find the old one and are ignored (onComp), and the request never
+	// returns to the pool, where a late report could reach its next use.
+	c := &uct.Completion{}
+	c.Func = r.onComp
+	r.xc, r.zombie = c, true
 	ep.fo.fov.replayed++
 	w.stats.Replayed++
 	w.startChunks(r, li, r.xput, r.xall, r.xraddr, k)
@@ -279,11 +289,16 @@ func (w *Worker) resend(ep *Endpoint) {
 			w.toBacklog(ep)
 			return
 		}
+		if f.fov.resend <= f.log.Acked() {
+			f.fov.resend = f.log.Acked() + 1 // acknowledged meanwhile
+			continue
+		}
 		b, _ := f.log.Get(f.fov.resend)
 		le.PutUint32(b[8:], uint32(f.win.Delivered()))
 		_, err := ep.lanes[ep.amLane].ep.AMBcopy(amSeq, b, nil)
 		if retryLater(err) {
 			w.toBacklog(ep)
+			w.routeLost(ep, ep.amLane, err)
 			return
 		}
 		if err != nil {
@@ -295,4 +310,49 @@ func (w *Worker) resend(ep *Endpoint) {
 		w.stats.Replayed++
 	}
 	f.fov.resend = 0
+}
+
+// seqBundle returns the key bundle a rendezvous announces for buf (RTS,
+// RTR), registered as e on the RMA lane's memory domain: on a sequenced
+// endpoint with several lanes, buf is registered on every other lane's
+// memory domain too (r.xregs keeps those registrations until r
+// completes), so the peer can move the data on whichever lane is left
+// after a failover (lock held).
+func (ep *Endpoint) seqBundle(r *Request, e *regEntry, buf []byte, acc uct.Access) ([]byte, error) {
+	if ep.fo == nil || len(ep.lanes) < 2 {
+		return e.bundle, nil
+	}
+	ps, err := decodeBundle(e.bundle)
+	if err != nil {
+		return nil, err
+	}
+	done := []*wiface{ep.lanes[ep.rmaLane].wi}
+	for _, x := range r.xregs {
+		ep.w.regs.put(x)
+	}
+	r.xregs = r.xregs[:0]
+lanes:
+	for i := range ep.lanes {
+		wi := ep.lanes[i].wi
+		if !isRMALane(&ep.lanes[i]) || !wi.md.attr.CanRegister {
+			continue
+		}
+		for _, d := range done {
+			if d == wi {
+				continue lanes
+			}
+		}
+		done = append(done, wi)
+		x, err := ep.w.regs.get(ep, wi, buf, acc)
+		if err != nil {
+			return nil, err
+		}
+		r.xregs = append(r.xregs, x)
+		more, err := decodeBundle(x.bundle)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, more...)
+	}
+	return packBundle(ps), nil
 }

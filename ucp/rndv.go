@@ -38,7 +38,10 @@ func (ep *Endpoint) rndvSender(r *Request, get bool) (raddr uint64, rkey []byte,
 			r.reg = e
 		}
 		if r.reg != nil {
-			raddr, rkey = r.reg.mem.Address(), r.reg.bundle
+			raddr = r.reg.mem.Address()
+			if rkey, err = ep.seqBundle(r, r.reg, r.buf, uct.AccessRemoteRead); err != nil {
+				return 0, nil, 0, err
+			}
 		}
 	}
 	if r.slot == 0 {
@@ -94,7 +97,7 @@ func (w *Worker) rndvMove(r *Request, ep *Endpoint, put bool, buf []byte, raddr 
 // not fail r: r waits on its endpoint's stalled list, as a request in UCX's
 // pending queue, and drainBacklog posts the rest, in order and before any
 // operation started on the endpoint later, when the lane has room again.
-// r.comp holds one count of its own until the last chunk is posted, so
+// r.xc (r.comp unless the transfer moved lanes) holds one count of its own until the last chunk is posted, so
 // chunks that complete meanwhile do not finish r early.
 func (w *Worker) startChunks(r *Request, i int, put bool, buf []byte, raddr uint64, k uct.RKey) {
 	if r.stripe != nil {
@@ -102,8 +105,11 @@ func (w *Worker) startChunks(r *Request, i int, put bool, buf []byte, raddr uint
 	}
 	r.xbuf, r.xoff, r.xraddr, r.xkey, r.xlane, r.xput = buf, 0, raddr, k, i, put
 	r.xall = buf
-	r.comp.Count = 1
-	r.comp.Status = nil
+	if r.xc == nil {
+		r.xc = &r.comp
+	}
+	r.xc.Count = 1
+	r.xc.Status = nil
 	w.postChunks(r)
 }
 
@@ -130,7 +136,7 @@ func (w *Worker) postChunks(r *Request) {
 		return
 	}
 	ep := r.ep
-	if r.xoff < len(r.xbuf) && r.comp.Status == nil && !w.canPost() {
+	if r.xoff < len(r.xbuf) && r.xc.Status == nil && !w.canPost() {
 		// another goroutine holds the transport lock: it resumes r
 		// (drainBacklog) before releasing it
 		if r.list != &ep.stalled {
@@ -144,21 +150,21 @@ func (w *Worker) postChunks(r *Request) {
 	}
 	ln := &ep.lanes[r.xlane]
 	max := w.chunkMax(ln, r.xput)
-	for r.xoff < len(r.xbuf) && r.comp.Status == nil {
+	for r.xoff < len(r.xbuf) && r.xc.Status == nil {
 		end := min(r.xoff+max, len(r.xbuf))
 		r.iov[0] = r.xbuf[r.xoff:end]
-		r.comp.Count++
+		r.xc.Count++
 		var err error
 		if r.xput {
-			err = ln.ep.PutZcopy(r.iov[:], r.xraddr+uint64(r.xoff), r.xkey, &r.comp)
+			err = ln.ep.PutZcopy(r.iov[:], r.xraddr+uint64(r.xoff), r.xkey, r.xc)
 		} else {
-			err = ln.ep.GetZcopy(r.iov[:], r.xraddr+uint64(r.xoff), r.xkey, &r.comp)
+			err = ln.ep.GetZcopy(r.iov[:], r.xraddr+uint64(r.xoff), r.xkey, r.xc)
 		}
 		if err == uct.ErrInProgress {
 			r.xoff = end
 			continue
 		}
-		r.comp.Count--
+		r.xc.Count--
 		if retryLater(err) || err == uct.ErrBusy {
 			if r.list != &ep.stalled {
 				if r.list != nil {
@@ -168,10 +174,13 @@ func (w *Worker) postChunks(r *Request) {
 				w.chunkStalls++
 			}
 			w.toBacklog(ep)
+			if ep.fo != nil {
+				w.routeLost(ep, r.xlane, err)
+			}
 			return
 		}
 		if err != nil {
-			r.comp.Status = err
+			r.xc.Status = err
 			break
 		}
 		r.xoff = end
@@ -183,11 +192,11 @@ func (w *Worker) postChunks(r *Request) {
 		}
 		ep.inflight.push(r)
 	}
-	if r.comp.Count--; r.comp.Count > 0 {
+	if r.xc.Count--; r.xc.Count > 0 {
 		return // onComp finishes r
 	}
-	err := r.comp.Status
-	r.comp.Status = nil
+	err := r.xc.Status
+	r.xc.Status = nil
 	w.finishChunks(r, err)
 }
 

@@ -163,6 +163,7 @@ func (ep *Endpoint) seqSend(id uint8, hdr, data []byte) error {
 	_, err := ep.lanes[ep.amLane].ep.AMBcopy(amSeq, b, nil)
 	if retryLater(err) {
 		f.release(0, b)
+		ep.w.routeLost(ep, ep.amLane, err)
 		return err
 	}
 	f.log.Append(b) // cannot fail: the log had room

@@ -315,7 +315,11 @@ func (w *Worker) rndvMatched(r *Request, ep *Endpoint, m *rts) {
 			}
 			r.reg = e
 			q.raddr = e.mem.Address()
-			q.rkey = e.bundle
+			if q.rkey, err = ep.seqBundle(r, e, r.buf[:n], uct.AccessRemoteWrite); err != nil {
+				w.complete(r, opErr("tag_recv", ep.name, err))
+				ep.ctl(amATS, (&ack{dst: ep.rid, req: m.sreq, status: uint8(uct.StatusOf(err))}).encode)
+				return
+			}
 		}
 		r.slot = w.slotAlloc(r)
 		q.rreq = r.slot
