@@ -2,6 +2,7 @@ package ucp
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/ucgo/ucgo/failover"
@@ -47,6 +48,7 @@ type linkEvent struct {
 // linkWatches are the worker's device watchers.
 type linkWatches struct {
 	watches []*uct.Watch
+	stopped atomic.Bool // Close deregistered the watchers: retries post nothing
 	// linkSeen is when the watcher saw the last change Progress acted
 	// on, linkActed when Progress acted on it (tests measure detection
 	// with them).
@@ -99,6 +101,7 @@ func (w *Worker) watchLinks() {
 
 // unwatchLinks deregisters the watchers (Close).
 func (w *Worker) unwatchLinks() {
+	w.stopped.Store(true)
 	for _, wt := range w.watches {
 		wt.Close()
 	}
@@ -107,6 +110,9 @@ func (w *Worker) unwatchLinks() {
 
 // postLink queues ev for Progress (any goroutine; takes amu only).
 func (w *Worker) postLink(ev *linkEvent) {
+	if w.stopped.Load() {
+		return
+	}
 	w.amu.Lock()
 	w.async = append(w.async, asyncErr{link: ev})
 	w.asyncN.Add(1)

@@ -17,22 +17,26 @@ const railsRateEnv = "UCGO_UCP_RAILS_MBIT"
 
 const railsRate = 400
 
-// BenchmarkRails: 1 MiB tag sends (rendezvous, bwWindow in flight) and
-// 1 MiB Puts (bwWindow in flight) between two namespaces joined by two
+// BenchmarkRails: 1 MiB tag sends (rendezvous, bwWindow in flight), 1 MiB
+// Puts and 1 MiB Gets (bwWindow in flight) between two namespaces joined by two
 // rails (netns.NewRails), each worker with an rc iface per rail, data
 // striped over one rail (MaxRndvRails 1) or two. Unlimited, the CPU
 // limits a rail; rate-limited (tc, each veth end to UCGO_UCP_RAILS_MBIT,
-// default 400 Mbit/s) the rails stand in for NICs of a fixed speed. The
-// sub-benchmarks alternate one rail and two, so -count=N gives paired
-// runs:
+// default 400 Mbit/s) the rails stand in for NICs of a fixed speed.
+// Besides MB/s it reports this side's rc retransmits, drops and timeouts
+// (local ACK timeouts and READ retries) per operation. On a shared
+// machine compare one rail and two in alternating runs (go test -count
+// repeats each sub-benchmark back to back), for example:
 //
-//	go test -run '^$' -bench BenchmarkRails -count 5 ./ucp/
+//	go test -c -o /tmp/ucp.test ./ucp && for i in 1 2 3 4 5; do for n in 1 2; do
+//	  /tmp/ucp.test -test.run '^$' -test.bench "BenchmarkRails/put/400mbit/rails=$n\$" -test.benchtime 3s
+//	done; done
 func BenchmarkRails(b *testing.B) {
 	rate := railsRate
 	if v, err := strconv.Atoi(os.Getenv(railsRateEnv)); err == nil && v > 0 {
 		rate = v
 	}
-	for _, op := range []string{"tag", "put"} {
+	for _, op := range []string{"tag", "put", "get"} {
 		for _, mbit := range []int{0, rate} {
 			for _, n := range []int{1, 2} {
 				lim := "unlimited"
@@ -60,7 +64,7 @@ func benchRails(b *testing.B, op string, mbit, rails int) {
 			}
 		}
 	}
-	role := map[string]string{"tag": "sink", "put": "rma"}[op]
+	role := map[string]string{"tag": "sink", "put": "rma", "get": "rma"}[op]
 	nd := railsWorldOn(b, r, role, Config{MaxRndvRails: rails}, EnvMaxRndvRails+"="+strconv.Itoa(rails))
 	if got := len(nd.eps[1].rails); got != map[int]int{1: 0, 2: 2}[rails] {
 		b.Fatalf("%d rails striped, want %d", got, rails)
@@ -69,11 +73,12 @@ func benchRails(b *testing.B, op string, mbit, rails int) {
 	if op == "tag" {
 		benchTagBandwidth(b, nd, bwSize, bwWindow)
 	} else {
-		benchPutBandwidth(b, nd, bwSize, bwWindow)
+		benchRMABandwidth(b, nd, op == "get", bwSize, bwWindow)
 	}
 	after := rcCounters(nd.ctx)
 	b.ReportMetric(float64(after.Retransmits-before.Retransmits)/float64(b.N), "retx/op")
 	b.ReportMetric(float64(after.RxDropped+after.TxDropped-before.RxDropped-before.TxDropped)/float64(b.N), "drops/op")
+	b.ReportMetric(float64(after.Timeouts-before.Timeouts+after.ReadRetries-before.ReadRetries)/float64(b.N), "timeouts/op")
 }
 
 // rcCounters sums the packet counters of the context's rc devices.
@@ -88,13 +93,15 @@ func rcCounters(c *Context) verbs.Counters {
 		sum.Retransmits += k.Retransmits
 		sum.RxDropped += k.RxDropped
 		sum.TxDropped += k.TxDropped
+		sum.Timeouts += k.Timeouts
+		sum.ReadRetries += k.ReadRetries
 	}
 	return sum
 }
 
-// benchPutBandwidth puts size bytes to the rma child's registered memory
-// with window Puts in flight.
-func benchPutBandwidth(b *testing.B, nd *node, size, window int) {
+// benchRMABandwidth puts (or gets) size bytes to (from) the rma child's
+// registered memory with window operations in flight.
+func benchRMABandwidth(b *testing.B, nd *node, get bool, size, window int) {
 	defer pinCPU(0)()
 	ep, w := nd.eps[1], nd.w
 	keys := recvKeys(b, nd, 1)
@@ -111,7 +118,11 @@ func benchPutBandwidth(b *testing.B, nd *node, size, window int) {
 				}
 				r.Release()
 			}
-			win[k] = ep.Put(buf, reg.addr, reg.key, nil)
+			if get {
+				win[k] = ep.Get(buf, reg.addr, reg.key, nil)
+			} else {
+				win[k] = ep.Put(buf, reg.addr, reg.key, nil)
+			}
 		}
 		for k, r := range win {
 			if r != nil {

@@ -188,3 +188,16 @@ func stripeRailDown(t *testing.T, mode string) {
 		}
 	}
 }
+
+// TestThreadSafeRails is TestThreadSafeRC over two rails: the endpoint
+// has two bound rc lanes and stripes its rendezvous data, Puts and Gets
+// over both, driven from several goroutines at once.
+func TestThreadSafeRails(t *testing.T) {
+	cfg := Config{ErrorMode: ErrorModePeer, KeepaliveInterval: -1, ThreadSafe: true}
+	nd, _ := railsWorld(t, 2, "mt", cfg, EnvErrMode+"=peer", EnvThreadSafe+"=1")
+	before := laneChunks(nd.eps[1])
+	threadSafeTraffic(t, nd)
+	if after := laneChunks(nd.eps[1]); !chunksGrew(before, after) {
+		t.Fatalf("chunks per lane %v -> %v: not striped", before, after)
+	}
+}
