@@ -87,6 +87,10 @@ func (w *Worker) keepaliveTimer(ka, probe time.Duration) {
 			w.kaRound.Store(true)
 		case <-prC:
 			w.probeDue.Store(true)
+			// The answers to the last probes may sit on an idle iface
+			// (an rc lane standing by): the next Progress polls it
+			// before the round judges them.
+			w.pollIdle.Store(true)
 		}
 		w.kaDue.Store(true)
 		w.Wake()

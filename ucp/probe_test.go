@@ -173,3 +173,35 @@ func TestProbeBusyLane(t *testing.T) {
 		t.Fatalf("lane 0 failed with %v, want %v", failed, uct.ErrRouteLost)
 	}
 }
+
+// TestProbeStandbyIdle: the rc lane standing by beside shm is on an iface
+// Progress polls only now and then (every 16384 calls); its probes'
+// answers wait there. Each probe round polls it first, so a worker that
+// calls Progress slowly still hears its standby lane and fails nothing.
+func TestProbeStandbyIdle(t *testing.T) {
+	pol := failover.DefaultPolicy()
+	pol.ProbeInterval = 20 * time.Millisecond
+	ws := standbyPair(t, pol)
+	ab, err := ws[0].Connect(ws[1].Address(), EPParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tagOver(t, ws[:], ab, ws[1], 1, []byte("wire up"))
+	if len(ab.lanes) != 2 || !ab.lanes[1].standby || ab.lanes[1].wi.active.Load() {
+		t.Fatalf("want shm and an idle rc lane standing by: %d lanes", len(ab.lanes))
+	}
+	// About 2000 calls in a second, far from the 16384 of an idle poll.
+	for stop := time.Now().Add(time.Second); time.Now().Before(stop); {
+		ws[0].Progress()
+		ws[1].Progress()
+		time.Sleep(500 * time.Microsecond)
+	}
+	st := ws[0].Stats().Probes
+	ws[0].lock()
+	heard, failed := ab.lanes[1].prb.heard, ab.lanes[1].failed
+	ws[0].unlock()
+	if st.RouteLost != 0 || failed != nil || heard.IsZero() || st.Answered < st.Sent/2 {
+		t.Fatalf("standby lane: probes %+v, last answer %v, failed %v", st, heard, failed)
+	}
+	t.Logf("probes %+v", st)
+}
