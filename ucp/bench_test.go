@@ -9,6 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ucgo/ucgo/failover"
+
 	"github.com/ucgo/ucgo/transport/shm"
 	"github.com/ucgo/ucgo/uct"
 )
@@ -127,8 +129,19 @@ var benchModes = []struct {
 	mode ErrorMode
 }{{"none", ErrorModeNone}, {"peer", ErrorModePeer}}
 
+// benchWorld starts the child of a benchmark. UCGO_FAILOVER, which the
+// child reads, chooses the failover mode of this side too, so that paired
+// runs compare failover on and off.
 func benchWorld(b *testing.B, role string, mode ErrorMode) *node {
-	return world(b, 2, role, Config{ErrorMode: mode}, EnvErrMode+"="+mode.String())
+	cfg := Config{ErrorMode: mode}
+	if v := os.Getenv(EnvFailover); v != "" {
+		m, err := failover.ParseMode(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.Failover.Mode = m
+	}
+	return world(b, 2, role, cfg, EnvErrMode+"="+mode.String())
 }
 
 func benchQuit(nd *node) {
