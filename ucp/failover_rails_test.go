@@ -389,3 +389,89 @@ func TestFailoverRailDown(t *testing.T) {
 		})
 	}
 }
+
+// drainAll waits until every request of the stream completed, whatever
+// its status, and checks that each completed once.
+func (s *foStream) drainAll(t *testing.T) {
+	t.Helper()
+	s.nd.progressUntil("every request", func() bool {
+		for i, r := range s.reqs {
+			if !r.Done() || s.done[i] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for i, d := range s.done {
+		if d != 1 {
+			t.Fatalf("request %d completed %d times", i, d)
+		}
+	}
+}
+
+// TestFailoverRailsAllDown: both rails go down, one after the other,
+// mid-stream. The endpoint fails over from the first, then has no lane
+// left: it fails with the second lane's status (its work requests exceed
+// their retries), the handler hears that no lane was left, and every
+// request completes once.
+func TestFailoverRailsAllDown(t *testing.T) {
+	s, rails, rail, evs := foSetup(t, "get")
+	nd := s.nd
+	const total = 300
+	for k := 0; k < total; k++ {
+		s.post(k)
+		if k == total/3 {
+			nd.must(rails.A[rail].SetLink(false))
+		}
+		if k == total/2 {
+			nd.must(rails.A[1-rail].SetLink(false))
+		}
+		for j := 0; j < 4; j++ {
+			nd.w.Progress()
+		}
+	}
+	s.drainAll(t)
+	err := s.ep.Err()
+	if err == nil || !errors.Is(err, uct.ErrEndpointTimeout) && !errors.Is(err, uct.ErrRouteLost) {
+		t.Fatalf("endpoint error %v, want a timeout or a lost route", err)
+	}
+	var exhausted bool
+	for _, e := range *evs {
+		exhausted = exhausted || e.Kind == failover.Exhausted
+	}
+	if !exhausted {
+		t.Fatalf("events %v: none says no lane was left", *evs)
+	}
+	t.Logf("endpoint failed with %v; events %v", err, *evs)
+}
+
+// TestFailoverPeerKilled: the peer process is SIGKILLed mid-stream over
+// two healthy rails. That is no lane's fault: the endpoint fails with
+// uct.ErrPeerFailed, nothing fails over, and every request completes
+// once.
+func TestFailoverPeerKilled(t *testing.T) {
+	s, _, _, evs := foSetup(t, "get")
+	nd := s.nd
+	const total = 200
+	for k := 0; k < total; k++ {
+		s.post(k)
+		if k == total/2 {
+			nd.kill(1)
+		}
+		for j := 0; j < 4; j++ {
+			nd.w.Progress()
+		}
+	}
+	s.drainAll(t)
+	if err := s.ep.Err(); !errors.Is(err, uct.ErrPeerFailed) {
+		t.Fatalf("endpoint error %v, want the peer failed", err)
+	}
+	for _, e := range *evs {
+		if e.Kind == failover.FailedOver {
+			t.Fatalf("failed over for a dead peer: %v", e)
+		}
+	}
+	if n := nd.w.Stats().FailedOver; n != 0 {
+		t.Fatalf("FailedOver = %d for a dead peer", n)
+	}
+}
