@@ -133,15 +133,21 @@ var benchModes = []struct {
 // child reads, chooses the failover mode of this side too, so that paired
 // runs compare failover on and off.
 func benchWorld(b *testing.B, role string, mode ErrorMode) *node {
-	cfg := Config{ErrorMode: mode}
+	return world(b, 2, role, Config{ErrorMode: mode, Failover: benchFailover(b)}, EnvErrMode+"="+mode.String())
+}
+
+// benchFailover is the failover policy UCGO_FAILOVER names (off if
+// unset).
+func benchFailover(b *testing.B) failover.Policy {
+	var p failover.Policy
 	if v := os.Getenv(EnvFailover); v != "" {
 		m, err := failover.ParseMode(v)
 		if err != nil {
 			b.Fatal(err)
 		}
-		cfg.Failover.Mode = m
+		p.Mode = m
 	}
-	return world(b, 2, role, cfg, EnvErrMode+"="+mode.String())
+	return p
 }
 
 func benchQuit(nd *node) {
@@ -245,7 +251,7 @@ func benchTagBandwidth(b *testing.B, nd *node, size, window int) {
 // CPU time (getrusage) per round trip (two messages, four requests).
 func BenchmarkTagCPU(b *testing.B) {
 	for _, m := range benchModes {
-		b.Run(m.name, func(b *testing.B) { benchTagCPU(b, Config{ErrorMode: m.mode}, 8) })
+		b.Run(m.name, func(b *testing.B) { benchTagCPU(b, Config{ErrorMode: m.mode, Failover: benchFailover(b)}, 8) })
 	}
 }
 
