@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ucgo/ucgo/failover"
+	"github.com/ucgo/ucgo/internal/fault"
 	"github.com/ucgo/ucgo/internal/netns"
 	"github.com/ucgo/ucgo/uct"
 )
@@ -474,4 +475,43 @@ func TestFailoverPeerKilled(t *testing.T) {
 	if n := nd.w.Stats().FailedOver; n != 0 {
 		t.Fatalf("FailedOver = %d for a dead peer", n)
 	}
+}
+
+// TestFailoverRailBlackHole: an eBPF program black-holes every RoCE
+// packet arriving on the rail that carries the endpoint's traffic (its
+// link stays up) while the stream of TestFailoverRailDown is in flight.
+// The lane's work requests exceed their retries while the other rail is
+// up: the lane has lost its route (uct.ErrRouteLost), the endpoint moves
+// to the other rail, and nothing is lost, duplicated or reordered.
+func TestFailoverRailBlackHole(t *testing.T) {
+	s, rails, rail, evs := foSetup(t, "get")
+	nd := s.nd
+	const total = 600
+	for k := 0; k < total; k++ {
+		s.post(k)
+		if k == total/3 {
+			err := rails.A[rail].Do(func() error {
+				f, err := fault.Drop(rails.A[rail].Link(), fault.Config{OnlyUDPPort: fault.RoCEv2Port, BlackHole: true})
+				if err == nil {
+					t.Cleanup(func() { f.Close() })
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		for j := 0; j < 4; j++ {
+			nd.w.Progress()
+		}
+	}
+	s.check(t)
+	if len(*evs) == 0 {
+		t.Fatal("no failover reported")
+	}
+	e := (*evs)[0]
+	if e.Kind != failover.FailedOver || e.From.Device != rails.A[rail].Link() || !errors.Is(e.Cause, uct.ErrRouteLost) {
+		t.Fatalf("event %v: want a failover from %s for a lost route", e, rails.A[rail].Link())
+	}
+	t.Logf("%v", e)
 }
