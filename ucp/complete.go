@@ -54,6 +54,9 @@ func (w *Worker) complete(r *Request, err error) {
 		r.ukey.c.put(r.ukey)
 		r.ukey = nil
 	}
+	if r.stripe != nil {
+		w.stripeDone(r)
+	}
 	if r.slot != 0 {
 		w.slotFree(r.slot)
 		r.slot = 0

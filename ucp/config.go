@@ -122,6 +122,11 @@ type Config struct {
 	// It applies to the transports NewContext chooses (Transports nil, or
 	// set by UCGO_TLS); nil keeps rc on one netdev.
 	NetDevices []string
+	// MaxRndvRails bounds the rails (rc lanes of equal capability, one
+	// per NIC pair) over which rendezvous data and large Put and Get
+	// transfers are striped, like UCX_MAX_RNDV_RAILS; 0 picks 2, 1 turns
+	// striping off.
+	MaxRndvRails int
 
 	// RcacheMax bounds the bytes of unused rendezvous registrations a
 	// worker keeps cached (each keeps its buffer alive); 0 picks 64 MiB.
@@ -261,7 +266,7 @@ func readEnv(cfg *Config, getenv func(string) string) error {
 		p *int
 	}{{EnvShortThresh, &cfg.ShortThresh}, {EnvZcopyThresh, &cfg.ZcopyThresh}, {EnvRndvThresh, &cfg.RndvThresh},
 		{EnvAMReassemblyMax, &cfg.AMReassemblyMax}, {EnvAMReassemblyPeerMax, &cfg.AMReassemblyPeerMax},
-		{EnvRcacheMax, &cfg.RcacheMax}} {
+		{EnvRcacheMax, &cfg.RcacheMax}, {EnvMaxRndvRails, &cfg.MaxRndvRails}} {
 		if v := getenv(kv.k); v != "" {
 			n, err := parseSize(v)
 			if err != nil {

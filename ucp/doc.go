@@ -26,6 +26,13 @@
 // workers' transports have in common. With Config.Failover in
 // AnyTransport mode, two workers on one host also connect rc lanes that
 // stand by beside shm and carry traffic only when no shm lane is healthy.
+// With failover on, the worker watches each iface's device (link up and
+// down, RDMA disabled): a device going down fails every lane on it with
+// uct.ErrLocalNICFailed, after telling the peer over a lane on another
+// device (its lanes to that device fail with uct.ErrRemoteNICFailed); a
+// device coming back rebuilds those lanes (new transport endpoints, bound
+// again), reported as failover.Restored events with
+// uct.ErrLocalNICReinit, and at the peer uct.ErrRemoteNICReinit.
 // LanesTo lists the lanes Connect would open. The AM lane is the one of
 // lowest latency, the RMA lane the one of highest bandwidth. Connect then
 // sends a wireup request carrying our address, our endpoint id and a
@@ -78,7 +85,12 @@
 // chunks of the RMA lane's zcopy limit; a chunk the lane refuses for lack
 // of resources does not fail its request: the rest of the transfer waits
 // (as in UCX's pending queue) and resumes in order when the lane has room,
-// ahead of operations started later on the endpoint. All tag messages of one endpoint travel on
+// ahead of operations started later on the endpoint. An endpoint with
+// two or more rc lanes of equal capability (rails: one per NIC pair)
+// stripes rendezvous data and Put and Get transfers from 64 KiB over up
+// to Config.MaxRndvRails of them (UCX_MAX_RNDV_RAILS): chunks of at most
+// an equal share per rail go round robin, and the rendezvous key bundle
+// carries the key of each rail's memory domain. All tag messages of one endpoint travel on
 // one ordered lane and are matched on arrival, so messages with matching
 // tags are never overtaken, eager and rendezvous mixed. A message longer
 // than the receive buffer completes the receive with a *TruncatedError
@@ -242,6 +254,7 @@
 //	UCGO_RCACHE_MAX=64m           Config.RcacheMax
 //	UCGO_FAILOVER=off|same|any    Config.Failover's Mode
 //	UCGO_NET_DEVICES=eth0,eth1    Config.NetDevices: rc on these netdevs ("all": every usable one)
+//	UCGO_MAX_RNDV_RAILS=2         Config.MaxRndvRails: rails a transfer is striped over (1: none)
 //
 // # Configuration precedence
 //

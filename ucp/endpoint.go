@@ -92,6 +92,7 @@ type Endpoint struct {
 	asmBytes int     // reassembly memory held for this peer (reassembly.go)
 	rx       laneSrc // where the peer's messages arrive (lanebind.go)
 	epBinds          // the sources of the peer's other lanes (lanebind_token.go)
+	epRails          // striping (stripe.go)
 
 	scratch [128]byte
 

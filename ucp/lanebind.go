@@ -40,6 +40,7 @@ func (w *Worker) setHandlers(wi *wiface) {
 		{amWireup, w.onWireup}, {amEager, w.onEager}, {amRTS, w.onRTS}, {amATS, w.onATS},
 		{amRTR, w.onRTR}, {amATP, w.onATP}, {amUser, w.onUser}, {amKeepalive, w.onKeepalive},
 		{amClose, w.onClose}, {amUserFrag, w.onUserFrag}, {amUserRTS, w.onUserRTS}, {amLaneBind, w.onLaneBind},
+		{amLaneStatus, w.onLaneStatus},
 	}
 	hs = append(hs, w.seqHandlers()...)
 	si, ok := wi.it.(uct.AMSourceIface)

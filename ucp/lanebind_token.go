@@ -80,31 +80,39 @@ func (ep *Endpoint) sendLaneBinds() {
 	if len(ep.lanes) < 2 || !ep.ridKnown || ep.err != nil || ep.closed {
 		return
 	}
-	w := ep.w
 	for i := range ep.lanes {
-		ln := &ep.lanes[i]
-		if ln.bindSent || ln.failed != nil || ln.ep == nil {
+		if ln := &ep.lanes[i]; ln.bindSent || ln.failed != nil || ln.ep == nil {
 			continue
 		}
-		if !w.canPost() {
-			ep.bindsDue = true
-			w.toBacklog(ep)
+		if !ep.sendBind(i) {
 			return
-		}
-		m := laneBind{dst: ep.rid, token: ep.laneToken()}
-		_, err := ln.ep.AMBcopy(amLaneBind, m.encode(ep.scratch[:0]), nil)
-		switch {
-		case err == nil:
-			ln.bindSent = true
-		case retryLater(err) || err == uct.ErrBusy:
-			ep.bindsDue = true
-			w.toBacklog(ep)
-			return
-		default:
-			// the lane's own operations meet its failure
-			ln.bindSent = true
 		}
 	}
+}
+
+// sendBind sends a lane-bind over lane i (lock held). It reports false
+// when the lane or the transport lock lacks room: drainBacklog sends it
+// later.
+func (ep *Endpoint) sendBind(i int) bool {
+	w, ln := ep.w, &ep.lanes[i]
+	if !ep.ridKnown || ln.ep == nil {
+		return true
+	}
+	if !w.canPost() {
+		ep.bindsDue = true
+		w.toBacklog(ep)
+		return false
+	}
+	m := laneBind{dst: ep.rid, token: ep.laneToken()}
+	_, err := ln.ep.AMBcopy(amLaneBind, m.encode(ep.scratch[:0]), nil)
+	if retryLater(err) || err == uct.ErrBusy {
+		ep.bindsDue = true
+		w.toBacklog(ep)
+		return false
+	}
+	// sent, or the lane failed: its own operations meet the failure
+	ln.bindSent = true
+	return true
 }
 
 // rebindLanes sends the lane-binds again (lock held): the peer's wireup

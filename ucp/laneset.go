@@ -35,15 +35,25 @@ type ifaceRail struct {
 	// transport (the worker address lists them in this order): it names
 	// the iface's memory domain in key bundles (mdPartName).
 	ord int
+	// linkDown: the device's last status was not usable (linkwatch.go).
+	linkDown bool
 }
 
 // laneInfo is what the lane set keeps per lane.
 type laneInfo struct {
 	raddr   []byte // the peer iface's address
+	ridx    int    // its index in the peer's worker address
 	rord    int    // its ordinal among the peer's ifaces of its transport
 	standby bool   // a network lane kept idle beside a shared-memory one
 
 	bindSent bool // carried our lane-bind (lanebind_token.go)
+
+	// nicDown says the lane failed because our device (local) or the
+	// peer's (remote, as the peer told) went down; it is rebuilt when the
+	// device comes back (linkwatch.go).
+	nicDown, rnicDown bool
+
+	chunks uint64 // chunks of striped transfers posted on the lane (stripe.go)
 }
 
 // railIface fills wi's ifaceRail before wi joins w.ifaces (NewWorker, in
@@ -71,6 +81,7 @@ func mdPartName(transport string, ord int) string {
 type laneCand struct {
 	wi    *wiface
 	ia    IfaceAddress
+	ridx  int
 	rord  int
 	local bool // shared memory
 }
@@ -81,14 +92,14 @@ type laneCand struct {
 func (w *Worker) laneCands(a Address) (shmc, netc []laneCand, first bool) {
 	ords := map[string]int{}
 	var unknown []laneCand
-	for _, ia := range a.Ifaces {
+	for ridx, ia := range a.Ifaces {
 		rord := ords[ia.Transport]
 		ords[ia.Transport]++
 		for _, wi := range w.ifaces {
 			if wi.md.comp.Name() != ia.Transport {
 				continue
 			}
-			c := laneCand{wi: wi, ia: ia, rord: rord, local: wi.attr.Cap.Has(uct.CapSharedMemory)}
+			c := laneCand{wi: wi, ia: ia, ridx: ridx, rord: rord, local: wi.attr.Cap.Has(uct.CapSharedMemory)}
 			if c.local {
 				if a.Host == w.ctx.host {
 					shmc = append(shmc, c)
@@ -124,7 +135,7 @@ func (w *Worker) connectLane(ep *Endpoint, c laneCand, p EPParams, standby bool)
 		return err
 	}
 	ep.lanes = append(ep.lanes, lane{ep: uep, wi: c.wi, attr: c.wi.attr,
-		laneInfo: laneInfo{raddr: c.ia.Addr, rord: c.rord, standby: standby}})
+		laneInfo: laneInfo{raddr: c.ia.Addr, ridx: c.ridx, rord: c.rord, standby: standby}})
 	if !standby {
 		c.wi.use()
 	}
@@ -155,6 +166,7 @@ func (ep *Endpoint) lanesPicked() {
 			ep.lanes[i].wi.use()
 		}
 	}
+	ep.pickRails()
 }
 
 func isAMLane(ln *lane) bool  { return ln.attr.Cap.Has(uct.CapAMBcopy) }

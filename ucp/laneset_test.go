@@ -13,6 +13,7 @@ import (
 
 	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/internal/netns"
+	"github.com/ucgo/ucgo/internal/testproc"
 	"github.com/ucgo/ucgo/transport/rc"
 	"github.com/ucgo/ucgo/transport/shm"
 	"github.com/ucgo/ucgo/uct"
@@ -279,8 +280,14 @@ func railsWorld(t testing.TB, n int, role string, cfg Config, env ...string) (*n
 	if err != nil {
 		t.Fatal(err)
 	}
+	return railsWorldOn(t, rails, role, cfg, env...), rails
+}
+
+// railsWorldOn is railsWorld on rails the caller made.
+func railsWorldOn(t testing.TB, rails *netns.Rails, role string, cfg Config, env ...string) *node {
+	t.Helper()
 	cfg.SourceTagMask = srcMask
-	nd := &node{t: t, n: 2, procs: make([]*exec.Cmd, 2), errs: make(chan epErr, 16)}
+	nd := &node{t: t, n: 2, procs: make([]*exec.Cmd, 2), kids: make([]*testproc.Child, 2), errs: make(chan epErr, 16)}
 	env = append([]string{EnvTLS + "=rc", EnvNetDevices + "=all"}, env...)
 	getenv := func(k string) string {
 		for _, kv := range env {
@@ -290,7 +297,7 @@ func railsWorld(t testing.TB, n int, role string, cfg Config, env ...string) (*n
 		}
 		return ""
 	}
-	err = rails.A[0].Do(func() error {
+	err := rails.A[0].Do(func() error {
 		ctx, err := newContext(cfg, getenv)
 		if err != nil {
 			return err
@@ -320,7 +327,7 @@ func railsWorld(t testing.TB, n int, role string, cfg Config, env ...string) (*n
 	if err := rails.A[0].Do(func() error { return nd.connectAll(addrs) }); err != nil {
 		t.Fatalf("connect from %s: %v", rails.A[0].Name(), err)
 	}
-	return nd, rails
+	return nd
 }
 
 // Two namespaces joined by two rails: each worker has an rc iface per

@@ -106,7 +106,7 @@ func (w *Worker) redoChunks(ep *Endpoint, li int) {
 	var rs []*Request
 	for _, l := range []*reqList{&ep.stalled, &ep.inflight} {
 		for r := l.head; r != nil; r = r.next {
-			if r.xall != nil && r.xlane == li {
+			if r.xall != nil && r.usesLane(li) {
 				rs = append(rs, r)
 			}
 		}
@@ -120,6 +120,10 @@ func (w *Worker) redoChunks(ep *Endpoint, li int) {
 		ep.inflight.push(r)
 		r.xoff = len(r.xbuf)
 		r.xbuf, r.xkey, r.iov[0] = nil, nil, nil
+		if r.stripe != nil {
+			w.postStripe(r) // drops the counts it holds, then finishes
+			continue
+		}
 		if r.xc.Count--; r.xc.Count == 0 { // the count postChunks held
 			err := r.xc.Status
 			r.xc.Status = nil

@@ -101,6 +101,7 @@ type Request struct {
 	xkey   uct.RKey
 	xlane  int
 	xput   bool
+	stripe *stripe // a transfer striped over rails (stripe.go)
 	// failover (replay.go): the whole transfer, and that it must move
 	// to another lane once its chunks have reported
 	xall  []byte

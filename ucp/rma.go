@@ -263,6 +263,9 @@ func (ep *Endpoint) doRMA(r *Request) error {
 	if err != nil {
 		return err
 	}
+	if len(ep.rails) > 1 && ep.w.stripeRMA(r, ep) {
+		return nil
+	}
 	ep.w.startChunks(r, ep.rmaLane, r.kind == kPut, r.buf, r.raddr, k)
 	return nil
 }

@@ -74,6 +74,9 @@ func (w *Worker) rndvMove(r *Request, ep *Endpoint, put bool, buf []byte, raddr 
 		w.failRndv(r, fmt.Errorf("no lane for get: %w", uct.ErrUnsupported))
 		return
 	}
+	if len(ep.rails) > 1 && w.stripeRndv(r, ep, put, buf, raddr, rkey) {
+		return
+	}
 	k, err := ep.laneKeyRef(rkey, ep.rmaLane)
 	if err != nil {
 		w.failRndv(r, err)
@@ -97,6 +100,9 @@ func (w *Worker) rndvMove(r *Request, ep *Endpoint, put bool, buf []byte, raddr 
 // r.xc (r.comp unless the transfer moved lanes) holds one count of its own until the last chunk is posted, so
 // chunks that complete meanwhile do not finish r early.
 func (w *Worker) startChunks(r *Request, i int, put bool, buf []byte, raddr uint64, k uct.RKey) {
+	if r.stripe != nil {
+		w.unstripe(r) // started again on one lane (chunkRetry)
+	}
 	r.xbuf, r.xoff, r.xraddr, r.xkey, r.xlane, r.xput = buf, 0, raddr, k, i, put
 	r.xall = buf
 	if r.xc == nil {
@@ -125,6 +131,10 @@ func (w *Worker) chunkMax(ln *lane, put bool) int {
 // postChunks posts the chunks of r's transfer from r.xoff on (lock held);
 // see startChunks.
 func (w *Worker) postChunks(r *Request) {
+	if r.stripe != nil {
+		w.postStripe(r)
+		return
+	}
 	ep := r.ep
 	if r.xoff < len(r.xbuf) && r.xc.Status == nil && !w.canPost() {
 		// another goroutine holds the transport lock: it resumes r

@@ -24,7 +24,7 @@ const (
 	amUserRTS   = 11 // dst u32, id u16, hdrlen u16, sreq u64, length u64, raddr u64, rkey (u16 + bytes), hdr
 	// 12-19: the sequenced channel (failover); 20-23: the lane set
 	amLaneBind   = 20 // dst u32, the sender's lane-bind token u64 (lanebind_token.go)
-	amLaneStatus = 21 // dst u32, token u64, status u8, lane ordinal u8 (linkwatch.go)
+	amLaneStatus = 21 // dst u32, status u8 (1 down, 2 up), the sender's iface index u8 (linkwatch.go)
 )
 
 const (

@@ -29,8 +29,9 @@ type wiface struct {
 }
 
 type asyncErr struct {
-	uep uct.Endpoint
-	err error
+	uep  uct.Endpoint
+	err  error
+	link *linkEvent // a device status change instead (linkwatch.go)
 }
 
 // AMMessage is an active message given to an AMHandler. Header and Data
@@ -83,6 +84,7 @@ type Worker struct {
 	transportLock // the locks of a thread-safe worker (worker_lock.go)
 	asyncErrs     // iface errors reported from other goroutines
 	ifacePoll     // which idle ifaces to poll (lanes.go)
+	linkWatches   // device status watchers (linkwatch.go)
 	kaState       // keepalive timer (keepalive.go)
 	foEvents      // failover events (failover.go)
 	memTable      // memory for atomics as active messages (atomic_am.go)
@@ -144,6 +146,7 @@ func (c *Context) NewWorker() (*Worker, error) {
 	}
 	w.addr = a.Pack()
 	w.startEventDrain()
+	w.watchLinks()
 	if c.cfg.ErrorMode == ErrorModePeer && c.cfg.KeepaliveInterval > 0 {
 		w.kaStop, w.kaDone = make(chan struct{}), make(chan struct{})
 		go w.keepaliveTimer(c.cfg.KeepaliveInterval)
@@ -347,7 +350,7 @@ func (w *Worker) onIfaceError(_ any, uep uct.Endpoint, err error) {
 		return
 	}
 	w.amu.Lock()
-	w.async = append(w.async, asyncErr{uep, err})
+	w.async = append(w.async, asyncErr{uep: uep, err: err})
 	w.asyncN.Add(1)
 	w.amu.Unlock()
 	w.Wake()
@@ -360,6 +363,10 @@ func (w *Worker) handleAsync() int {
 	w.asyncN.Store(0)
 	w.amu.Unlock()
 	for _, ev := range evs {
+		if ev.link != nil {
+			w.onLink(ev.link)
+			continue
+		}
 		for _, ep := range w.live {
 			for i := range ep.lanes {
 				if ep.lanes[i].ep == ev.uep {
@@ -421,6 +428,7 @@ func (w *Worker) Close() error {
 		<-w.kaDone
 	}
 	w.stopEventDrain()
+	w.unwatchLinks()
 	err := regErr
 	if w.safe {
 		w.acquireT()

@@ -75,6 +75,7 @@ var variables = []variable{
 		}
 		return strings.Join(c.NetDevices, ",")
 	}},
+	{ucp.EnvMaxRndvRails, func(c ucp.Config) string { return orAuto(c.MaxRndvRails, "2") }},
 }
 
 // printConfig prints every variable ucgo reads with its effective value
