@@ -352,7 +352,7 @@ func foSetup(t *testing.T, scheme string) (*foStream, *netns.Rails, int, *[]fail
 
 // TestFailoverRailDown: two namespaces joined by two rails, failover to
 // the same transport. The rail that carries the endpoint's traffic goes
-// down (its link, in our namespace) while tag messages of every protocol
+// down (its link, in our namespace: LNIC_FAILED) while tag messages of every protocol
 // (eager short, bcopy, the zero-copy range, rendezvous by the scheme
 // under test, synchronous sends), active messages (one fragment,
 // fragments, rendezvous), puts and atomics are in flight and more are
@@ -383,8 +383,8 @@ func TestFailoverRailDown(t *testing.T) {
 			}
 			e := (*evs)[0]
 			if e.Kind != failover.FailedOver || e.From.Device != rails.A[rail].Link() || e.To.Device == e.From.Device ||
-				!errors.Is(e.Cause, uct.ErrRouteLost) {
-				t.Fatalf("event %v: want a failover from %s for a lost route", e, rails.A[rail].Link())
+				!errors.Is(e.Cause, uct.ErrLocalNICFailed) {
+				t.Fatalf("event %v: want a failover from %s for its local link down", e, rails.A[rail].Link())
 			}
 			t.Logf("%v; stats: failed over %d, replayed %d, duplicates %d", e, st.FailedOver, st.Replayed, st.Duplicates)
 		})
@@ -412,8 +412,8 @@ func (s *foStream) drainAll(t *testing.T) {
 
 // TestFailoverRailsAllDown: both rails go down, one after the other,
 // mid-stream. The endpoint fails over from the first, then has no lane
-// left: it fails with the second lane's status (its work requests exceed
-// their retries), the handler hears that no lane was left, and every
+// left: it fails with the second lane's status (its local link is down,
+// LNIC_FAILED), the handler hears that no lane was left, and every
 // request completes once.
 func TestFailoverRailsAllDown(t *testing.T) {
 	s, rails, rail, evs := foSetup(t, "get")
@@ -433,8 +433,8 @@ func TestFailoverRailsAllDown(t *testing.T) {
 	}
 	s.drainAll(t)
 	err := s.ep.Err()
-	if err == nil || !errors.Is(err, uct.ErrEndpointTimeout) && !errors.Is(err, uct.ErrRouteLost) {
-		t.Fatalf("endpoint error %v, want a timeout or a lost route", err)
+	if !errors.Is(err, uct.ErrLocalNICFailed) {
+		t.Fatalf("endpoint error %v, want the local NIC failed", err)
 	}
 	var exhausted bool
 	for _, e := range *evs {
