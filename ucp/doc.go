@@ -183,6 +183,58 @@
 // messages and their fragments reach no handler. Worker.Stats counts them
 // (WorkerStats.FailedDrops).
 //
+// # Failover
+//
+// With Config.Failover's Mode off (the default; UCGO_FAILOVER=off) a lane
+// error fails its endpoint as described under Errors. With it on (same:
+// to another lane of the failed lane's transport; any: to any lane), or
+// when the peer has it on, every ucp message of an endpoint but wireup,
+// lane-bind and keepalive travels in a sequenced channel: numbered per
+// endpoint whatever lane carries it, kept in the sender's replay log
+// until the peer acknowledges it, and delivered by the receiver once and
+// in order (duplicates are dropped and counted in
+// WorkerStats.Duplicates), so tag matching order never changes. The log
+// keeps a copy of each message: eager payloads are copied (there is no
+// eager zero-copy), and the protocol limits are those of the smallest AM
+// fragment among the endpoint's lanes, so a logged message fits any
+// lane. Acknowledgements ride on traffic; a lone one goes when a quarter
+// of the window (1024 messages) is owed, when a flush or a full log asks
+// for one, and at every keepalive round. A sender with 1024 messages
+// unacknowledged waits, as for back-pressure. A flush completes only when
+// the messages sent before it are acknowledged (the peer must progress).
+// Atomics travel as active messages that the target's worker applies to
+// its own memory (MemMap, MemAlloc; a key or range outside it fails with
+// uct.ErrRemoteProtection), once: the channel never delivers a request
+// twice, and the target remembers recent op ids with their results
+// (failover.AtomicLog). An atomic unanswered when its endpoint fails
+// completes with an error matching failover.ErrOutcomeUnknown; it is not
+// retried.
+//
+// Every place that learns that one lane broke (a failed post or wireup, a
+// completion with an error, a liveness check, an iface error naming the
+// lane's uct endpoint) reports it to the worker. Posts refused because
+// the lane's link is down (uct.ErrRouteLost) while another lane is up are
+// such a fault, and a lane whose work requests exceed their retries while
+// another lane is up has lost its route (uct.ErrRouteLost), not its
+// peer. When the policy accepts the status (failover.Policy.ShouldFailOver:
+// never uct.ErrPeerFailed, a dead peer) and allows another lane that is
+// up, the lane is marked failed and closed, the AM and RMA lanes are
+// chosen again and a sync over the new AM lane tells the peer what this
+// side delivered; the peer replays from its log what that does not cover,
+// moves its AM lane to the lane the sync came on and answers with what it
+// delivered; this side replays its own rest. Sequenced sends wait until
+// then. Rendezvous data, Put and Get moving on the failed lane start
+// again on the new RMA lane from the requests' own buffers (writing or
+// reading the same bytes again is harmless); the key bundle that a
+// sequenced endpoint's rendezvous announces holds the buffer's key for
+// every lane's memory domain. SetFailoverHandler hears each move from
+// Progress as a failover.Event: the failed and the new lane, the cause,
+// Detect (how long the failed lane had been silent when its fault was
+// seen) and Switch (from the fault seen to the sync sent);
+// WorkerStats.FailedOver and Replayed (messages and transfers sent again)
+// count them. With no lane left to move to, the endpoint fails with the
+// cause and the handler hears failover.Exhausted.
+//
 // # Environment
 //
 // NewContext reads these variables:
@@ -260,10 +312,9 @@
 // Context owns the memory domains, a Worker its ifaces, endpoints,
 // requests and unexpected messages; Close of each is idempotent.
 // Endpoints keep their lanes as a lane set (one uct endpoint and its iface
-// attributes per lane); queued work is bound to no lane. Package failover
-// holds the policy and pure logic for moving an endpoint's traffic to
-// another lane when one fails (lane health, sequence numbers, replay);
-// ucp does not use it yet. Progress polls on
+// attributes per lane); queued work is bound to no lane; moving an
+// endpoint's traffic off a failed lane is described under Failover.
+// Progress polls on
 // every call the ifaces that carry a lane, have delivered an event or
 // are cheap to poll (shm); the others (an rc iface of a worker that only
 // talks over shm, whose poll is a system call) every 16384 calls and

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ucgo/ucgo/failover"
+	"github.com/ucgo/ucgo/internal/tsc"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -48,7 +49,7 @@ type lane struct {
 	// failover (failover.go): the lane's health, nil with failover off,
 	// and when it last showed a sign of life
 	health *failover.Health
-	heard  time.Time
+	heard  tsc.Ticks
 
 	laneInfo // the lane set's (laneset.go)
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ucgo/ucgo/failover"
+	"github.com/ucgo/ucgo/internal/tsc"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -145,10 +146,10 @@ func (w *Worker) laneFault(ep *Endpoint, li int, err error) {
 // foDetect is how long lane li of ep had been silent when its fault was
 // seen.
 func (w *Worker) foDetect(ep *Endpoint, li int) time.Duration {
-	if li < 0 || li >= len(ep.lanes) || ep.lanes[li].heard.IsZero() {
+	if li < 0 || li >= len(ep.lanes) || ep.lanes[li].heard == 0 {
 		return 0
 	}
-	return time.Since(ep.lanes[li].heard)
+	return (tsc.Now() - ep.lanes[li].heard).Duration()
 }
 
 // laneUp is told that lane li of ep, failed before, is healthy again:

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ucgo/ucgo/failover"
+	"github.com/ucgo/ucgo/internal/fault"
 	"github.com/ucgo/ucgo/internal/netns"
 	"github.com/ucgo/ucgo/uct"
 )
@@ -351,7 +352,7 @@ func foSetup(t *testing.T, scheme string) (*foStream, *netns.Rails, int, *[]fail
 
 // TestFailoverRailDown: two namespaces joined by two rails, failover to
 // the same transport. The rail that carries the endpoint's traffic goes
-// down (its link, in our namespace) while tag messages of every protocol
+// down (its link, in our namespace: LNIC_FAILED) while tag messages of every protocol
 // (eager short, bcopy, the zero-copy range, rendezvous by the scheme
 // under test, synchronous sends), active messages (one fragment,
 // fragments, rendezvous), puts and atomics are in flight and more are
@@ -382,10 +383,135 @@ func TestFailoverRailDown(t *testing.T) {
 			}
 			e := (*evs)[0]
 			if e.Kind != failover.FailedOver || e.From.Device != rails.A[rail].Link() || e.To.Device == e.From.Device ||
-				!errors.Is(e.Cause, uct.ErrRouteLost) {
-				t.Fatalf("event %v: want a failover from %s for a lost route", e, rails.A[rail].Link())
+				!errors.Is(e.Cause, uct.ErrLocalNICFailed) {
+				t.Fatalf("event %v: want a failover from %s for its local link down", e, rails.A[rail].Link())
 			}
 			t.Logf("%v; stats: failed over %d, replayed %d, duplicates %d", e, st.FailedOver, st.Replayed, st.Duplicates)
 		})
 	}
+}
+
+// drainAll waits until every request of the stream completed, whatever
+// its status, and checks that each completed once.
+func (s *foStream) drainAll(t *testing.T) {
+	t.Helper()
+	s.nd.progressUntil("every request", func() bool {
+		for i, r := range s.reqs {
+			if !r.Done() || s.done[i] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for i, d := range s.done {
+		if d != 1 {
+			t.Fatalf("request %d completed %d times", i, d)
+		}
+	}
+}
+
+// TestFailoverRailsAllDown: both rails go down, one after the other,
+// mid-stream. The endpoint fails over from the first, then has no lane
+// left: it fails with the second lane's status (its local link is down,
+// LNIC_FAILED), the handler hears that no lane was left, and every
+// request completes once.
+func TestFailoverRailsAllDown(t *testing.T) {
+	s, rails, rail, evs := foSetup(t, "get")
+	nd := s.nd
+	const total = 300
+	for k := 0; k < total; k++ {
+		s.post(k)
+		if k == total/3 {
+			nd.must(rails.A[rail].SetLink(false))
+		}
+		if k == total/2 {
+			nd.must(rails.A[1-rail].SetLink(false))
+		}
+		for j := 0; j < 4; j++ {
+			nd.w.Progress()
+		}
+	}
+	s.drainAll(t)
+	err := s.ep.Err()
+	if !errors.Is(err, uct.ErrLocalNICFailed) {
+		t.Fatalf("endpoint error %v, want the local NIC failed", err)
+	}
+	var exhausted bool
+	for _, e := range *evs {
+		exhausted = exhausted || e.Kind == failover.Exhausted
+	}
+	if !exhausted {
+		t.Fatalf("events %v: none says no lane was left", *evs)
+	}
+	t.Logf("endpoint failed with %v; events %v", err, *evs)
+}
+
+// TestFailoverPeerKilled: the peer process is SIGKILLed mid-stream over
+// two healthy rails. That is no lane's fault: the endpoint fails with
+// uct.ErrPeerFailed, nothing fails over, and every request completes
+// once.
+func TestFailoverPeerKilled(t *testing.T) {
+	s, _, _, evs := foSetup(t, "get")
+	nd := s.nd
+	const total = 200
+	for k := 0; k < total; k++ {
+		s.post(k)
+		if k == total/2 {
+			nd.kill(1)
+		}
+		for j := 0; j < 4; j++ {
+			nd.w.Progress()
+		}
+	}
+	s.drainAll(t)
+	if err := s.ep.Err(); !errors.Is(err, uct.ErrPeerFailed) {
+		t.Fatalf("endpoint error %v, want the peer failed", err)
+	}
+	for _, e := range *evs {
+		if e.Kind == failover.FailedOver {
+			t.Fatalf("failed over for a dead peer: %v", e)
+		}
+	}
+	if n := nd.w.Stats().FailedOver; n != 0 {
+		t.Fatalf("FailedOver = %d for a dead peer", n)
+	}
+}
+
+// TestFailoverRailBlackHole: an eBPF program black-holes every RoCE
+// packet arriving on the rail that carries the endpoint's traffic (its
+// link stays up) while the stream of TestFailoverRailDown is in flight.
+// The lane's work requests exceed their retries while the other rail is
+// up: the lane has lost its route (uct.ErrRouteLost), the endpoint moves
+// to the other rail, and nothing is lost, duplicated or reordered.
+func TestFailoverRailBlackHole(t *testing.T) {
+	s, rails, rail, evs := foSetup(t, "get")
+	nd := s.nd
+	const total = 600
+	for k := 0; k < total; k++ {
+		s.post(k)
+		if k == total/3 {
+			err := rails.A[rail].Do(func() error {
+				f, err := fault.Drop(rails.A[rail].Link(), fault.Config{OnlyUDPPort: fault.RoCEv2Port, BlackHole: true})
+				if err == nil {
+					t.Cleanup(func() { f.Close() })
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		for j := 0; j < 4; j++ {
+			nd.w.Progress()
+		}
+	}
+	s.check(t)
+	if len(*evs) == 0 {
+		t.Fatal("no failover reported")
+	}
+	e := (*evs)[0]
+	if e.Kind != failover.FailedOver || e.From.Device != rails.A[rail].Link() || !errors.Is(e.Cause, uct.ErrRouteLost) {
+		t.Fatalf("event %v: want a failover from %s for a lost route", e, rails.A[rail].Link())
+	}
+	t.Logf("%v", e)
 }

@@ -326,7 +326,6 @@ func (ep *Endpoint) seqBundle(r *Request, e *regEntry, buf []byte, acc uct.Acces
 	if err != nil {
 		return nil, err
 	}
-	done := []*wiface{ep.lanes[ep.rmaLane].wi}
 	for _, x := range r.xregs {
 		ep.w.regs.put(x)
 	}
@@ -337,12 +336,14 @@ lanes:
 		if !isRMALane(&ep.lanes[i]) || !wi.md.attr.CanRegister {
 			continue
 		}
-		for _, d := range done {
-			if d == wi {
+		// e may have been registered for an earlier RMA lane (a send
+		// retried after a failover): skip the domains the bundle has
+		name := mdPartName(wi.md.comp.Name(), wi.ord)
+		for _, p := range ps {
+			if p.name == name {
 				continue lanes
 			}
 		}
-		done = append(done, wi)
 		x, err := ep.w.regs.get(ep, wi, buf, acc)
 		if err != nil {
 			return nil, err

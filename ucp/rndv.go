@@ -220,8 +220,13 @@ func (w *Worker) resumeStalled(ep *Endpoint) (int, bool) {
 // finishChunks finishes r after its chunks completed with err (lock
 // held).
 func (w *Worker) finishChunks(r *Request, err error) {
-	if r.ep != nil && r.ep.fo != nil && (r.xredo || err != nil) && r.xall != nil && w.chunkRetry(r, err) {
-		return // moving again on another lane
+	if ep := r.ep; ep != nil && ep.fo != nil && r.xall != nil {
+		if (r.xredo || err != nil) && w.chunkRetry(r, err) {
+			return // moving again on another lane
+		}
+		if r.xlane < len(ep.lanes) && ep.lanes[r.xlane].failed != nil {
+			r.zombie = true // the failed lane's close may still report into r
+		}
 	}
 	r.xall = nil
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/ucgo/ucgo/failover"
+	"github.com/ucgo/ucgo/internal/tsc"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -371,12 +372,13 @@ func (w *Worker) onSeqAck(arg any, data []byte, _ uct.AMFlags) {
 }
 
 // heardOn records a sign of life on the lane whose iface is arg (lock
-// held).
+// held). It reads the time-stamp counter: a message's cost must stay
+// small.
 func (ep *Endpoint) heardOn(arg any) {
 	wi, _ := arg.(*wiface)
 	for i := range ep.lanes {
 		if ep.lanes[i].wi == wi {
-			ep.lanes[i].heard = time.Now()
+			ep.lanes[i].heard = tsc.Now()
 		}
 	}
 }

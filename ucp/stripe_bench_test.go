@@ -17,8 +17,44 @@ const railsRateEnv = "UCGO_UCP_RAILS_MBIT"
 
 const railsRate = 400
 
-// BenchmarkRails: 1 MiB tag sends (rendezvous, bwWindow in flight), 1 MiB
-// Puts and 1 MiB Gets (bwWindow in flight) between two namespaces joined by two
+// railsWindow is the operations BenchmarkRails keeps in flight: more than
+// BenchmarkTagBandwidth's bwWindow, since each announcement of a
+// rendezvous waits behind the data queued on the rate-limited AM rail
+// (tc holds up to 50 ms), and 16 MiB in flight do not cover that wait
+// plus the transfer at two rails' speed.
+const railsWindow = 32
+
+func init() {
+	// railsink: the sink role with railsWindow receives posted.
+	childRoles["railsink"] = func(nd *node) error {
+		buf := make([]byte, bwSize)
+		var win [railsWindow]*Request
+		for i := range win {
+			win[i] = nd.w.TagRecv(buf, mkTag(0, tagBench), exact, nil)
+		}
+		quit := nd.w.TagRecv(nil, tagQuit, 0xffffffff, nil)
+		for i := 0; ; i = (i + 1) % railsWindow {
+			r := win[i]
+			for !r.Done() && !quit.Done() {
+				nd.w.Progress()
+			}
+			if quit.Done() {
+				for _, r := range win {
+					r.Cancel()
+				}
+				return quit.Err()
+			}
+			if err := r.Err(); err != nil {
+				return err
+			}
+			r.Release()
+			win[i] = nd.w.TagRecv(buf, mkTag(0, tagBench), exact, nil)
+		}
+	}
+}
+
+// BenchmarkRails: 1 MiB tag sends (rendezvous), 1 MiB Puts and 1 MiB
+// Gets, railsWindow in flight, between two namespaces joined by two
 // rails (netns.NewRails), each worker with an rc iface per rail, data
 // striped over one rail (MaxRndvRails 1) or two. Unlimited, the CPU
 // limits a rail; rate-limited (tc, each veth end to UCGO_UCP_RAILS_MBIT,
@@ -64,16 +100,16 @@ func benchRails(b *testing.B, op string, mbit, rails int) {
 			}
 		}
 	}
-	role := map[string]string{"tag": "sink", "put": "rma", "get": "rma"}[op]
+	role := map[string]string{"tag": "railsink", "put": "rma", "get": "rma"}[op]
 	nd := railsWorldOn(b, r, role, Config{MaxRndvRails: rails}, EnvMaxRndvRails+"="+strconv.Itoa(rails))
 	if got := len(nd.eps[1].rails); got != map[int]int{1: 0, 2: 2}[rails] {
 		b.Fatalf("%d rails striped, want %d", got, rails)
 	}
 	before := rcCounters(nd.ctx)
 	if op == "tag" {
-		benchTagBandwidth(b, nd, bwSize, bwWindow)
+		benchTagBandwidth(b, nd, bwSize, railsWindow)
 	} else {
-		benchRMABandwidth(b, nd, op == "get", bwSize, bwWindow)
+		benchRMABandwidth(b, nd, op == "get", bwSize, railsWindow)
 	}
 	after := rcCounters(nd.ctx)
 	b.ReportMetric(float64(after.Retransmits-before.Retransmits)/float64(b.N), "retx/op")
