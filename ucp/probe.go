@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ucgo/ucgo/failover"
+	"github.com/ucgo/ucgo/internal/tsc"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -60,6 +61,7 @@ type laneProbe struct {
 	seq   uint32    // number of the last probe sent
 	out   bool      // that probe is unanswered
 	sent  time.Time // when it was sent
+	sentT tsc.Ticks // the same on the time-stamp counter (lane.heard's)
 	heard time.Time // when the lane last answered a probe
 	// dialed is when the lane was last connected again for its probes
 	// (reconnectProbe).
@@ -134,7 +136,7 @@ func (w *Worker) judgeProbes(ep *Endpoint, now time.Time) {
 			continue
 		}
 		h := w.laneHealth(ln, now)
-		if h.State().Carries() && ln.heard.After(ln.prb.sent) {
+		if h.State().Carries() && ln.heard > ln.prb.sentT {
 			// Traffic arrived on the lane since the probe left: the
 			// lane is alive (a busy peer may answer late, or not at
 			// all when its own queue is full).
@@ -142,7 +144,7 @@ func (w *Worker) judgeProbes(ep *Endpoint, now time.Time) {
 			h.Heard(now)
 			continue
 		}
-		if !w.otherLaneHeard(ep, li, ln.prb.sent) {
+		if !w.otherLaneHeard(ep, li, ln.prb.sent, ln.prb.sentT) {
 			continue
 		}
 		ln.prb.out = false
@@ -170,10 +172,11 @@ func (w *Worker) judgeProbes(ep *Endpoint, now time.Time) {
 }
 
 // otherLaneHeard reports whether a lane of ep other than li answered a
-// probe or carried traffic from the peer after since.
-func (w *Worker) otherLaneHeard(ep *Endpoint, li int, since time.Time) bool {
+// probe or carried traffic from the peer after since (sinceT on the
+// time-stamp counter that times traffic).
+func (w *Worker) otherLaneHeard(ep *Endpoint, li int, since time.Time, sinceT tsc.Ticks) bool {
 	for j := range ep.lanes {
-		if j != li && (ep.lanes[j].prb.heard.After(since) || ep.lanes[j].heard.After(since)) {
+		if j != li && (ep.lanes[j].prb.heard.After(since) || ep.lanes[j].heard > sinceT) {
 			return true
 		}
 	}
@@ -206,7 +209,7 @@ func (w *Worker) sendProbe(ep *Endpoint, li int, now time.Time) {
 		return
 	}
 	ln.prb.seq++
-	ln.prb.out, ln.prb.sent = true, now
+	ln.prb.out, ln.prb.sent, ln.prb.sentT = true, now, tsc.Now()
 }
 
 // reconnectProbe connects lane li of ep again so that its probes can
@@ -285,7 +288,7 @@ func (w *Worker) onProbeRep(arg any, data []byte, _ uct.AMFlags) {
 		return
 	}
 	now := time.Now()
-	ln.prb.out, ln.prb.heard, ln.heard = false, now, now
+	ln.prb.out, ln.prb.heard, ln.heard = false, now, tsc.Now()
 	w.stats.Probes.Answered++
 	tr := w.laneHealth(ln, now).Heard(now)
 	if tr.Changed() && tr.From == failover.Probing && tr.To == failover.Up {

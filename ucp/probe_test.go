@@ -7,6 +7,7 @@ import (
 
 	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/internal/fault"
+	"github.com/ucgo/ucgo/internal/tsc"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -149,11 +150,12 @@ func TestProbeBusyLane(t *testing.T) {
 		defer w.unlock()
 		for i := 0; i < pol.ProbeMisses+1 && ab.err == nil; i++ {
 			clock = clock.Add(pol.ProbeInterval)
-			sent := clock
-			ab.lanes[0].prb.out, ab.lanes[0].prb.sent = true, sent
+			sent, sentT := clock, tsc.Now()
+			ab.lanes[0].prb.out, ab.lanes[0].prb.sent, ab.lanes[0].prb.sentT = true, sent, sentT
 			ab.lanes[1].prb.heard = sent.Add(time.Millisecond)
+			ab.lanes[0].heard = 0
 			if traffic {
-				ab.lanes[0].heard = sent.Add(time.Millisecond)
+				ab.lanes[0].heard = sentT + 1
 			}
 			w.judgeProbes(ab, sent.Add(pol.ProbeInterval))
 		}
