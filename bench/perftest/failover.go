@@ -338,10 +338,12 @@ func foClient(cfg *config, fs faultSpec, rails *netns.Rails, out *bufio.Reader, 
 	if err := ep.Err(); err != nil {
 		tl.EPError = err.Error()
 	}
-	gap := 0
-	for i := int(tl.FaultMS / tl.BinMS); i >= 0 && i < len(tl.Bins); i++ {
+	// The longest run of empty bins between the fault and the end of the
+	// stream (the bins after it hold the drain's completions).
+	gap, end := 0, min(len(tl.Bins), int(run/foBin))
+	for i := int(tl.FaultMS / tl.BinMS); i >= 0 && i < end; i++ {
 		n := 0
-		for ; i < len(tl.Bins) && tl.Bins[i] == 0; i++ {
+		for ; i < end && tl.Bins[i] == 0; i++ {
 			n++
 		}
 		gap = max(gap, n)
