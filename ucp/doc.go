@@ -223,7 +223,10 @@
 // side delivered; the peer replays from its log what that does not cover,
 // moves its AM lane to the lane the sync came on and answers with what it
 // delivered; this side replays its own rest. Sequenced sends wait until
-// then. Rendezvous data, Put and Get moving on the failed lane start
+// then. The sync also names the lane left and its status: the peer fails
+// and closes its end of that lane at once (so that nothing still queued
+// on it lands after the replay) and reports the move as well, the
+// sender's local NIC being its remote one (uct.ErrRemoteNICFailed). Rendezvous data, Put and Get moving on the failed lane start
 // again on the new RMA lane from the requests' own buffers (writing or
 // reading the same bytes again is harmless); the key bundle that a
 // sequenced endpoint's rendezvous announces holds the buffer's key for

@@ -127,11 +127,12 @@ func (w *Worker) laneFault(ep *Endpoint, li int, err error) {
 		w.failEP(ep, err)
 		return
 	}
-	if ep.lanes[li].failed != nil {
+	ln := &ep.lanes[li]
+	if ln.failed != nil {
 		return // a straggler of a lane that failed already
 	}
 	if errors.Is(err, uct.ErrEndpointTimeout) && ep.otherLaneUp(li) {
-		err = uct.NewOpError(ep.lanes[li].attr.Transport, "lane", ep.name, uct.ErrRouteLost,
+		err = uct.NewOpError(ln.attr.Transport, "lane", ep.name, uct.ErrRouteLost,
 			fmt.Errorf("lane %d: %w", li, err))
 	}
 	if !pol.ShouldFailOver(err) || !w.failOver(ep, li, err) {

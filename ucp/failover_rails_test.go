@@ -28,6 +28,8 @@ const (
 	foMemSize   = 1<<20 + 64 // put/get regions, then the atomic word
 	foRegion    = 60 << 10
 	foWordOff   = 1 << 20
+	foGetRegion = 16 // the region rank 0 gets, filled by the child
+	foGetSeed   = 99
 )
 
 func init() {
@@ -43,6 +45,7 @@ func init() {
 			return err
 		}
 		defer mem.Close()
+		copy(mem.Bytes()[foGetRegion*foRegion:], pattern(foRegion, foGetSeed)) // what rank 0 gets
 		kb := binary.LittleEndian.AppendUint64(nil, mem.Address())
 		if err := nd.wait(ep.TagSend(append(kb, mem.PackRKey()...), mkTag(1, foTagKey), nil)); err != nil {
 			return err
@@ -191,12 +194,14 @@ type foStream struct {
 	nTags int
 	nAM   int
 	puts  [][]byte // region i's data
+	gets  [][]byte // what each get read
 	fetch []uint64
 }
 
 // post posts operation k of the stream: mostly tag messages of every
 // protocol (a synchronous one every 25th), then active messages of every
-// protocol, puts of their own region and atomic fetch-adds.
+// protocol, puts of their own region, gets of a region the child filled,
+// flushes and atomic fetch-adds.
 func (s *foStream) post(k int) {
 	idx := len(s.reqs)
 	p := &Params{UserData: idx, Callback: func(r *Request) { s.done[r.UserData().(int)]++ }}
@@ -209,6 +214,12 @@ func (s *foStream) post(k int) {
 		b := pattern(foRegion, byte(len(s.puts)+1))
 		r = s.ep.Put(b, s.raddr+uint64(len(s.puts)*foRegion), s.rk, p)
 		s.puts = append(s.puts, b)
+	case k%13 == 7 && len(s.gets) < 12:
+		b := make([]byte, foRegion)
+		r = s.ep.Get(b, s.raddr+foGetRegion*foRegion, s.rk, p)
+		s.gets = append(s.gets, b)
+	case k%50 == 49:
+		r = s.ep.Flush(p)
 	case k%3 == 1 && len(s.fetch) < 150:
 		s.fetch = append(s.fetch, 0)
 		r = s.ep.AtomicFetch(AtomicAdd, 1, 0, &s.fetch[len(s.fetch)-1], s.raddr+foWordOff, s.rk, p)
@@ -267,6 +278,11 @@ func (s *foStream) check(t *testing.T) {
 			t.Fatalf("atomic %d fetched %d: an add was applied twice or lost", i, v)
 		}
 		seen[v] = true
+	}
+	for i, b := range s.gets {
+		if !bytes.Equal(b, pattern(foRegion, foGetSeed)) {
+			t.Fatalf("get %d read the wrong bytes", i)
+		}
 	}
 	back := make([]byte, foMemSize)
 	nd.must(nd.wait(s.ep.Get(back, s.raddr, s.rk, nil)))
@@ -352,7 +368,8 @@ func foSetup(t *testing.T, scheme string) (*foStream, *netns.Rails, int, *[]fail
 
 // TestFailoverRailDown: two namespaces joined by two rails, failover to
 // the same transport. The rail that carries the endpoint's traffic goes
-// down (its link, in our namespace: LNIC_FAILED) while tag messages of every protocol
+// down (its link, in our namespace: LNIC_FAILED here, RNIC_FAILED for
+// the peer if it saw its end lose carrier first) while tag messages of every protocol
 // (eager short, bcopy, the zero-copy range, rendezvous by the scheme
 // under test, synchronous sends), active messages (one fragment,
 // fragments, rendezvous), puts and atomics are in flight and more are
@@ -382,9 +399,12 @@ func TestFailoverRailDown(t *testing.T) {
 				t.Fatalf("no failover reported (%d events, stats %+v)", len(*evs), st)
 			}
 			e := (*evs)[0]
+			// whichever end saw the link down first moved both: ours
+			// (local NIC) or the peer's, whose end of the veth lost its
+			// carrier (remote NIC)
 			if e.Kind != failover.FailedOver || e.From.Device != rails.A[rail].Link() || e.To.Device == e.From.Device ||
-				!errors.Is(e.Cause, uct.ErrLocalNICFailed) {
-				t.Fatalf("event %v: want a failover from %s for its local link down", e, rails.A[rail].Link())
+				!errors.Is(e.Cause, uct.ErrLocalNICFailed) && !errors.Is(e.Cause, uct.ErrRemoteNICFailed) {
+				t.Fatalf("event %v: want a failover from %s for a NIC down", e, rails.A[rail].Link())
 			}
 			t.Logf("%v; stats: failed over %d, replayed %d, duplicates %d", e, st.FailedOver, st.Replayed, st.Duplicates)
 		})

@@ -1,6 +1,7 @@
 package ucp
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/ucgo/ucgo/failover"
@@ -196,12 +197,17 @@ func (w *Worker) sendSync(ep *Endpoint, reply bool) {
 		w.toBacklog(ep)
 		return
 	}
-	var flags uint8
+	m := syncMsg{dst: ep.rid, delivered: f.win.Delivered()}
 	if reply {
-		flags = syncReply
+		m.flags = syncReply
+	} else if fv := &f.fov; fv.kind == failover.FailedOver && fv.from >= 0 && fv.from < len(ep.lanes) {
+		ln := &ep.lanes[fv.from]
+		m.flags = syncLane
+		m.status = uint8(uct.StatusOf(fv.cause))
+		m.local = mdPartName(ln.wi.md.comp.Name(), ln.wi.ord)
+		m.remote = mdPartName(ln.wi.md.comp.Name(), ln.rord)
 	}
-	b := encodeSync(f.scratch[:0], ep.rid, f.win.Delivered(), flags)
-	_, err := ep.lanes[ep.amLane].ep.AMBcopy(amSync, b, nil)
+	_, err := ep.lanes[ep.amLane].ep.AMBcopy(amSync, m.encode(f.scratch[:0]), nil)
 	switch {
 	case err == nil:
 		f.win.TakeAck()
@@ -221,10 +227,11 @@ func (w *Worker) sendSync(ep *Endpoint, reply bool) {
 
 // onSync receives the peer's sync or its answer to ours.
 func (w *Worker) onSync(arg any, data []byte, _ uct.AMFlags) {
-	dst, delivered, flags, err := decodeSync(data)
+	m, err := decodeSync(data)
 	if err != nil {
 		return
 	}
+	dst, delivered, flags := m.dst, m.delivered, m.flags
 	w.lockCB()
 	defer w.unlockCB()
 	ep := w.epByID(dst)
@@ -243,6 +250,9 @@ func (w *Worker) onSync(arg any, data []byte, _ uct.AMFlags) {
 	f.log.Ack(delivered, f.rel)
 	f.asked = false
 	f.fov.resend = delivered + 1
+	if flags&syncLane != 0 {
+		w.peerLeftLane(ep, &m, ep.laneOn(arg))
+	}
 	if flags&syncReply == 0 {
 		w.sendSync(ep, true)
 		w.resend(ep)
@@ -356,4 +366,52 @@ lanes:
 		ps = append(ps, more...)
 	}
 	return packBundle(ps), nil
+}
+
+// peerLeftLane is told by the peer's sync that it failed over from the
+// lane m names (lock held). That lane is dead at the peer's end, so ours
+// fails too: it is closed and our transfers on it move, as for a fault
+// of our own, but without a sync of ours (this one is being answered);
+// the event names the status the peer's lane failed with (the peer's
+// local NIC being our remote one). Closing it before
+// anything the peer sends after its sync is handled also keeps late
+// packets of the peer's first attempts on that lane from landing in
+// buffers that its replayed attempts have since completed.
+func (w *Worker) peerLeftLane(ep *Endpoint, m *syncMsg, arrival int) {
+	for j := range ep.lanes {
+		ln := &ep.lanes[j]
+		name := ln.wi.md.comp.Name()
+		if j == arrival || ln.failed != nil || mdPartName(name, ln.wi.ord) != m.remote || mdPartName(name, ln.rord) != m.local {
+			continue
+		}
+		// the peer's local NIC is our remote one
+		st := uct.Status(m.status)
+		switch st {
+		case uct.ErrLocalNICFailed:
+			st = uct.ErrRemoteNICFailed
+		case uct.ErrLocalNICReinit:
+			st = uct.ErrRemoteNICReinit
+		case uct.OK:
+			st = uct.ErrConnectionReset
+		}
+		err := uct.NewOpError(ln.attr.Transport, "lane", ep.name, st, fmt.Errorf("lane %d: the peer failed over from it", j))
+		now := time.Now()
+		if ln.health != nil {
+			ln.health.Fault(err, now)
+		}
+		ln.failed = err
+		w.stats.FailedOver++
+		w.foEvent(failover.Event{Kind: failover.FailedOver, Endpoint: ep.name, From: ep.foLane(j), To: ep.foLane(arrival),
+			Cause: err, Detect: w.foDetect(ep, j), At: now})
+		if ln.ep != nil {
+			w.laneClose = append(w.laneClose, ln.ep)
+			ln.ep = nil
+		}
+		ep.pickLanes()
+		if arrival >= 0 && ep.lanes[arrival].failed == nil && ep.lanes[arrival].ep != nil {
+			ep.amLane = arrival
+		}
+		w.redoChunks(ep, j)
+		return
+	}
 }

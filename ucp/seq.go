@@ -52,7 +52,7 @@ type epSeq struct {
 	ackDue, wantDue bool // a lone ack could not go yet (wantDue: asking for one)
 	asked           bool // an ack was asked for and none came since
 
-	scratch [16]byte
+	scratch [64]byte
 
 	fov foState // failover in progress (replay.go)
 	atm atomics // atomic operations as active messages (atomic_am.go)

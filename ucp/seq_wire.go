@@ -5,7 +5,7 @@ package ucp
 const (
 	amSeq       = 12 // dst u32, seq u32, ack u32, inner AM id u8, the inner message unchanged
 	amSeqAck    = 13 // dst u32, ack u32, flags u8 (seqAckWant: answer with an ack)
-	amSync      = 14 // dst u32, delivered u64, flags u8 (syncReply)
+	amSync      = 14 // dst u32, delivered u64, flags u8 (syncReply, syncLane), [syncLane: the failed lane's status u8, its domain, the peer's (u8 + bytes each)]
 	amAtomicReq = 15 // dst u32, op id u64, op u8, fetch u8, value u64, compare u64, raddr u64, rkey bundle (u16 + bytes)
 	amAtomicRep = 16 // dst u32, op id u64, result u64, status u8
 )
@@ -15,7 +15,20 @@ const seqHdr = 4 + 4 + 4 + 1
 const (
 	seqAckWant = 1 // amSeqAck: the sender wants an ack back
 	syncReply  = 1 // amSync: the answer to a sync
+	syncLane   = 2 // amSync: names the lane the sender failed over from
 )
+
+// syncMsg is a failover sync.
+type syncMsg struct {
+	dst       uint32
+	delivered uint64
+	flags     uint8
+	// the failed lane (syncLane): the status it failed with, the
+	// sender's memory domain part name of its iface and of the peer's
+	// (mdPartName), which name the lane on both sides
+	status        uint8
+	local, remote string
+}
 
 // seqMsg is a sequenced message as received.
 type seqMsg struct {
@@ -66,17 +79,36 @@ func decodeSeqAck(b []byte) (dst, ack uint32, flags uint8, err error) {
 	return le.Uint32(b), le.Uint32(b[4:]), b[8], nil
 }
 
-func encodeSync(b []byte, dst uint32, delivered uint64, flags uint8) []byte {
-	b = le.AppendUint32(b[:0], dst)
-	b = le.AppendUint64(b, delivered)
-	return append(b, flags)
+func (m *syncMsg) encode(b []byte) []byte {
+	b = le.AppendUint32(b[:0], m.dst)
+	b = le.AppendUint64(b, m.delivered)
+	b = append(b, m.flags)
+	if m.flags&syncLane != 0 {
+		b = append(b, m.status)
+		b = append(append(b, byte(len(m.local))), m.local...)
+		b = append(append(b, byte(len(m.remote))), m.remote...)
+	}
+	return b
 }
 
-func decodeSync(b []byte) (dst uint32, delivered uint64, flags uint8, err error) {
-	if len(b) != 13 || b[12]&^syncReply != 0 {
-		return 0, 0, 0, errWire("sync")
+func decodeSync(b []byte) (syncMsg, error) {
+	if len(b) < 13 || b[12]&^(syncReply|syncLane) != 0 {
+		return syncMsg{}, errWire("sync")
 	}
-	return le.Uint32(b), le.Uint64(b[4:]), b[12], nil
+	m := syncMsg{dst: le.Uint32(b), delivered: le.Uint64(b[4:]), flags: b[12]}
+	r := reader{b: b[13:]}
+	if m.flags&syncLane != 0 {
+		m.status = r.u8()
+		m.local = string(r.take(int(r.u8())))
+		m.remote = string(r.take(int(r.u8())))
+		if r.err || m.local == "" || m.remote == "" || len(m.local) > 64 || len(m.remote) > 64 {
+			return syncMsg{}, errWire("sync")
+		}
+	}
+	if len(r.b) != 0 {
+		return syncMsg{}, errWire("sync")
+	}
+	return m, nil
 }
 
 // atomicReq is an atomic operation carried as an active message; its op
