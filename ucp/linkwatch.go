@@ -336,8 +336,19 @@ func (w *Worker) onLaneStatus(_ any, data []byte, _ uct.AMFlags) {
 			continue
 		}
 		ln.rnicDown = true
-		w.laneFault(ep, li, uct.NewOpError(ln.attr.Transport, "link", ep.name, uct.ErrRemoteNICFailed,
-			fmt.Errorf("the peer reports its iface %d down", m.iface)))
+		if ln.wi.deviceDown() {
+			// our end of the link is down too (a direct cable: the peer
+			// lost its carrier because we went down), which our own
+			// watcher reports: the local device is the broken part
+			if !ln.nicDown {
+				ln.nicDown = true
+				w.laneFault(ep, li, uct.NewOpError(ln.attr.Transport, "link", ep.name, uct.ErrLocalNICFailed,
+					fmt.Errorf("%s device %s is down (the peer reports its iface %d down too)", ln.attr.Transport, ln.attr.Device, m.iface)))
+			}
+		} else {
+			w.laneFault(ep, li, uct.NewOpError(ln.attr.Transport, "link", ep.name, uct.ErrRemoteNICFailed,
+				fmt.Errorf("the peer reports its iface %d down", m.iface)))
+		}
 		if ep.err != nil {
 			return
 		}
