@@ -132,7 +132,11 @@ func (w *Worker) probeRound(now time.Time) {
 func (w *Worker) judgeProbes(ep *Endpoint, now time.Time) {
 	for li := range ep.lanes {
 		ln := &ep.lanes[li]
-		if !ln.prb.out || ln.ep == nil {
+		if ln.ep == nil {
+			ln.prb.out = false // closed: its probe will never be answered
+			continue
+		}
+		if !ln.prb.out {
 			continue
 		}
 		h := w.laneHealth(ln, now)

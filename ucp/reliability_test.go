@@ -229,6 +229,7 @@ type relRun struct {
 	// removed.
 	pref int
 	away bool
+	rep  *relReport // the receiver's report (finish), nil without one
 }
 
 // relSlot is the memory of one outstanding eager send, put, get or
@@ -525,6 +526,7 @@ func (s *relRun) finish() reliability.Row {
 	row := reliability.Row{Scenario: s.sc.name, Sent: len(s.ops), Path: s.sc.path,
 		Detect: -1, Failover: -1, Failback: -1}
 	var rep *relReport
+	defer func() { s.rep = rep }()
 	if s.child.Cmd.ProcessState == nil {
 		fmt.Fprintln(s.child.Stdin, "end")
 		var word string
