@@ -185,9 +185,9 @@ func TestProbeBusyLane(t *testing.T) {
 	}
 }
 
-// TestProbeStandbyIdle: the rc lane standing by beside shm is on an iface
-// Progress polls only now and then (every 16384 calls); its probes'
-// answers wait there. Each probe round polls it first, so a worker that
+// TestProbeStandbyIdle: the rc lane standing by beside shm may be on an
+// iface Progress polls only now and then (every 16384 calls, while no
+// event came there); its probes' answers wait there. Each probe round polls it first, so a worker that
 // calls Progress slowly still hears its standby lane and fails nothing.
 func TestProbeStandbyIdle(t *testing.T) {
 	pol := failover.DefaultPolicy()
@@ -198,8 +198,8 @@ func TestProbeStandbyIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	tagOver(t, ws[:], ab, ws[1], 1, []byte("wire up"))
-	if len(ab.lanes) != 2 || !ab.lanes[1].standby || ab.lanes[1].wi.active.Load() {
-		t.Fatalf("want shm and an idle rc lane standing by: %d lanes", len(ab.lanes))
+	if len(ab.lanes) != 2 || !ab.lanes[1].standby {
+		t.Fatalf("want shm and an rc lane standing by: %d lanes", len(ab.lanes))
 	}
 	// About 2000 calls in a second, far from the 16384 of an idle poll.
 	for stop := time.Now().Add(time.Second); time.Now().Before(stop); {
