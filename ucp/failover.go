@@ -148,6 +148,7 @@ func (w *Worker) laneFault(ep *Endpoint, li int, err error) {
 		err = uct.NewOpError(ln.attr.Transport, "lane", ep.name, uct.ErrRouteLost,
 			fmt.Errorf("lane %d: %w", li, err))
 	}
+	err = ep.nicCause(li, err)
 	if !pol.ShouldFailOver(err) || !w.failOver(ep, li, err) {
 		if pol.ShouldFailOver(err) {
 			w.foEventT(failover.Event{Kind: failover.Exhausted, Endpoint: ep.name, From: ep.foLane(li), Cause: err,

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/ucgo/ucgo/failover"
+	"github.com/ucgo/ucgo/transport/rc"
+	"github.com/ucgo/ucgo/transport/rc/verbs"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -334,10 +336,52 @@ func (w *Worker) onLaneStatus(_ any, data []byte, _ uct.AMFlags) {
 			continue
 		}
 		ln.rnicDown = true
-		w.laneFault(ep, li, uct.NewOpError(ln.attr.Transport, "link", ep.name, uct.ErrRemoteNICFailed,
-			fmt.Errorf("the peer reports its iface %d down", m.iface)))
+		if ln.wi.deviceDown() {
+			// our end of the link is down too (a direct cable: the peer
+			// lost its carrier because we went down), which our own
+			// watcher reports: the local device is the broken part
+			if !ln.nicDown {
+				ln.nicDown = true
+				w.laneFault(ep, li, uct.NewOpError(ln.attr.Transport, "link", ep.name, uct.ErrLocalNICFailed,
+					fmt.Errorf("%s device %s is down (the peer reports its iface %d down too)", ln.attr.Transport, ln.attr.Device, m.iface)))
+			}
+		} else {
+			w.laneFault(ep, li, uct.NewOpError(ln.attr.Transport, "link", ep.name, uct.ErrRemoteNICFailed,
+				fmt.Errorf("the peer reports its iface %d down", m.iface)))
+		}
 		if ep.err != nil {
 			return
 		}
 	}
+}
+
+// nicCause names our device as the broken part of lane li's fault err
+// (lock held, failover on): a post or completion that failed only saying
+// the route is gone (uct.ErrRouteLost, ErrEndpointTimeout) while the
+// lane's own device is down gets uct.ErrLocalNICFailed, as the link watch
+// would have given it had Progress handled the device's change first.
+func (ep *Endpoint) nicCause(li int, err error) error {
+	switch uct.StatusOf(err) {
+	case uct.ErrRouteLost, uct.ErrEndpointTimeout:
+	default:
+		return err
+	}
+	ln := &ep.lanes[li]
+	if !ln.wi.deviceDown() {
+		return err
+	}
+	return uct.NewOpError(ln.attr.Transport, "link", ep.name, uct.ErrLocalNICFailed,
+		fmt.Errorf("lane %d on %s, whose device is down: %w", li, ln.attr.Device, err))
+}
+
+// deviceDown reports whether wi's device is not usable: its last status
+// handled said so, or (rc) its port is not active now.
+func (wi *wiface) deviceDown() bool {
+	if wi.linkDown {
+		return true
+	}
+	if p, ok := wi.it.(interface{ PortInfo() rc.PortInfo }); ok {
+		return p.PortInfo().Port.State != verbs.PortActive
+	}
+	return false
 }

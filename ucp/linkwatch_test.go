@@ -11,6 +11,7 @@ import (
 
 	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/internal/netns"
+	"github.com/ucgo/ucgo/transport/rc"
 	"github.com/ucgo/ucgo/transport/shm"
 	"github.com/ucgo/ucgo/uct"
 )
@@ -134,7 +135,8 @@ func (s *spinner) halt() {
 }
 
 // Two hosts with two switched rails (netns.NewSwitchedRails), failover to
-// any transport: our rail-0 link going down fails our lane 0 with
+// any transport: our rail-0 link going down (or its device's RDMA
+// disabled) fails our lane 0 with
 // ErrLocalNICFailed (seen through the rc iface's link watch); the peer,
 // whose own link stays up, is told over rail 1 and fails its lane to us
 // with ErrRemoteNICFailed. Both reach the failover events and, if the
@@ -143,6 +145,15 @@ func (s *spinner) halt() {
 // ErrLocalNICReinit) and the peer's (ErrRemoteNICReinit), and traffic
 // flows.
 func TestLinkDownLaneStatus(t *testing.T) {
+	for _, how := range []string{"link", "rdma"} {
+		t.Run(how, func(t *testing.T) { laneStatusDownUp(t, how) })
+	}
+}
+
+// laneStatusDownUp is TestLinkDownLaneStatus with our rail-0 device taken
+// down by its link (NS.SetLink) or by disabling RDMA on it
+// (rc.Iface.SetRDMADisabled).
+func laneStatusDownUp(t *testing.T, how string) {
 	t.Setenv(epTimeoutEnv, "30s")
 	rails, err := netns.NewSwitchedRails(t, 2)
 	if err != nil {
@@ -189,7 +200,13 @@ func TestLinkDownLaneStatus(t *testing.T) {
 	}
 	sp := spinBackground(nd.w)
 	t0 := time.Now()
-	if err := rails.A[0].SetLink(false); err != nil {
+	setDev := func(up bool) error {
+		if how == "link" {
+			return rails.A[0].SetLink(up)
+		}
+		return nd.w.ifaces[0].it.(*rc.Iface).SetRDMADisabled(!up)
+	}
+	if err := setDev(false); err != nil {
 		sp.halt()
 		t.Fatal(err)
 	}
@@ -199,8 +216,8 @@ func TestLinkDownLaneStatus(t *testing.T) {
 	nd.w.lock()
 	seen, acted := nd.w.linkSeen, nd.w.linkActed
 	nd.w.unlock()
-	t.Logf("link down: SetLink took %v; the watcher saw the change %v after SetLink began, laneFault ran %v after SetLink began; "+
-		"event %v: detect %v, switch %v", t1.Sub(t0), seen.Sub(t0), acted.Sub(t0), down.Kind, down.Detect, down.Switch)
+	t.Logf("%s down: the switch took %v; the watcher saw the change %v after it began, laneFault ran %v after it began; "+
+		"event %v: detect %v, switch %v", how, t1.Sub(t0), seen.Sub(t0), acted.Sub(t0), down.Kind, down.Detect, down.Switch)
 	if !errors.Is(down.Cause, uct.ErrLocalNICFailed) {
 		t.Fatalf("event %v: cause %v, want ErrLocalNICFailed", down, down.Cause)
 	}
@@ -231,7 +248,7 @@ func TestLinkDownLaneStatus(t *testing.T) {
 
 	// Link back up: the lane is rebuilt, from inside A (the connection
 	// manager dials from there).
-	if err := rails.A[0].SetLink(true); err != nil {
+	if err := setDev(true); err != nil {
 		t.Fatal(err)
 	}
 	err = rails.A[0].Do(func() error {

@@ -184,6 +184,7 @@ func (w *Worker) startStripe(r *Request, st *stripe, put bool, buf []byte, raddr
 		st.comps[k] = uct.Completion{Count: 1, Func: func(c *uct.Completion) { w.railDone(st, k, c) }}
 	}
 	r.stripe = st
+	r.xc = &r.comp // the rails' completions report into it
 	r.xbuf, r.xoff, r.xraddr, r.xkey, r.xlane, r.xput = buf, 0, raddr, nil, st.lanes[0], put
 	r.xall = buf // failover moves the whole transfer (replay.go)
 	if st.ukeys[0] != nil {
