@@ -18,10 +18,17 @@ import (
 // foEvents is the failover events of a worker: queued under the worker's
 // lock, delivered from Progress with it released (as error handlers).
 type foEvents struct {
-	foHandler func(failover.Event)
-	foq       []failover.Event // due
-	foRun     []failover.Event // taken by the running Progress
-	foRunH    func(failover.Event)
+	foHandler  func(failover.Event)
+	foq        []foQueued // due
+	foRun      []foQueued // taken by the running Progress
+	foRunH     func(failover.Event)
+	tscStarted bool // the time-stamp counter's rate is being measured
+}
+
+// foQueued is an event and its Detect in counter ticks (foDetect).
+type foQueued struct {
+	ev     failover.Event
+	detect tsc.Ticks
 }
 
 // SetFailoverHandler installs h, called from Progress (without the
@@ -36,11 +43,14 @@ func (w *Worker) SetFailoverHandler(h func(failover.Event)) {
 }
 
 // foEvent queues ev for the handler (lock held).
-func (w *Worker) foEvent(ev failover.Event) {
+func (w *Worker) foEvent(ev failover.Event) { w.foEventT(ev, 0) }
+
+// foEventT queues ev, whose Detect is detect ticks when not zero.
+func (w *Worker) foEventT(ev failover.Event, detect tsc.Ticks) {
 	if w.foHandler == nil {
 		return
 	}
-	w.foq = append(w.foq, ev)
+	w.foq = append(w.foq, foQueued{ev, detect})
 	if w.asleep {
 		w.Wake()
 	}
@@ -65,9 +75,12 @@ func (w *Worker) runFoEvents() int {
 	h := w.foRunH
 	evs := w.foRun
 	w.foRun, w.foRunH = nil, nil
-	for _, ev := range evs {
+	for _, q := range evs {
+		if q.detect != 0 {
+			q.ev.Detect = q.detect.Duration()
+		}
 		if h != nil {
-			h(ev)
+			h(q.ev)
 		}
 	}
 	return n
@@ -138,20 +151,26 @@ func (w *Worker) laneFault(ep *Endpoint, li int, err error) {
 	err = ep.nicCause(li, err)
 	if !pol.ShouldFailOver(err) || !w.failOver(ep, li, err) {
 		if pol.ShouldFailOver(err) {
-			w.foEvent(failover.Event{Kind: failover.Exhausted, Endpoint: ep.name, From: ep.foLane(li), Cause: err,
-				Detect: w.foDetect(ep, li), At: time.Now()})
+			w.foEventT(failover.Event{Kind: failover.Exhausted, Endpoint: ep.name, From: ep.foLane(li), Cause: err,
+				At: time.Now()}, w.foDetect(ep, li))
 		}
 		w.failEP(ep, err)
 	}
 }
 
 // foDetect is how long lane li of ep had been silent when its fault was
-// seen.
-func (w *Worker) foDetect(ep *Endpoint, li int) time.Duration {
+// seen, in time-stamp counter ticks; runFoEvents converts it, after the
+// counter's rate was measured off the failover's path (the first fault
+// starts the measurement).
+func (w *Worker) foDetect(ep *Endpoint, li int) tsc.Ticks {
+	if !w.tscStarted {
+		w.tscStarted = true
+		go tsc.Calibrate()
+	}
 	if li < 0 || li >= len(ep.lanes) || ep.lanes[li].heard == 0 {
 		return 0
 	}
-	return (tsc.Now() - ep.lanes[li].heard).Duration()
+	return tsc.Now() - ep.lanes[li].heard
 }
 
 // laneUp is told that lane li of ep, failed before, is healthy again:

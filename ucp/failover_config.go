@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/ucgo/ucgo/failover"
-	"github.com/ucgo/ucgo/internal/tsc"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -37,8 +36,5 @@ func resolveFailover(p failover.Policy) (failover.Policy, error) {
 	if err := p.Validate(); err != nil {
 		return p, fmt.Errorf("ucp: failover: %w: %w", uct.ErrInvalidParam, err)
 	}
-	// Lanes time their last sign of life with the time-stamp counter
-	// (seq.go); its rate is measured once, off the path of a failover.
-	go tsc.Calibrate()
 	return p, nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ucgo/ucgo/failover"
+	"github.com/ucgo/ucgo/internal/tsc"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -33,7 +34,7 @@ type foState struct {
 	cause    error
 	seen     time.Time // the fault seen
 	sentAt   time.Time // our sync sent: the first message on the new lane
-	detect   time.Duration
+	detect   tsc.Ticks
 	replayed int
 }
 
@@ -269,8 +270,8 @@ func (w *Worker) onSync(arg any, data []byte, _ uct.AMFlags) {
 	} else {
 		w.stats.FailedOver++
 	}
-	w.foEvent(failover.Event{Kind: fv.kind, Endpoint: ep.name, From: ep.foLane(fv.from), To: ep.foLane(ep.amLane),
-		Cause: fv.cause, Detect: fv.detect, Switch: fv.sentAt.Sub(fv.seen), Replayed: fv.replayed, At: time.Now()})
+	w.foEventT(failover.Event{Kind: fv.kind, Endpoint: ep.name, From: ep.foLane(fv.from), To: ep.foLane(ep.amLane),
+		Cause: fv.cause, Switch: fv.sentAt.Sub(fv.seen), Replayed: fv.replayed, At: time.Now()}, fv.detect)
 	if !ep.queue.empty() || !ep.stalled.empty() {
 		w.toBacklog(ep)
 	}
@@ -401,8 +402,8 @@ func (w *Worker) peerLeftLane(ep *Endpoint, m *syncMsg, arrival int) {
 		}
 		ln.failed = err
 		w.stats.FailedOver++
-		w.foEvent(failover.Event{Kind: failover.FailedOver, Endpoint: ep.name, From: ep.foLane(j), To: ep.foLane(arrival),
-			Cause: err, Detect: w.foDetect(ep, j), At: now})
+		w.foEventT(failover.Event{Kind: failover.FailedOver, Endpoint: ep.name, From: ep.foLane(j), To: ep.foLane(arrival),
+			Cause: err, At: now}, w.foDetect(ep, j))
 		if ln.ep != nil {
 			w.laneClose = append(w.laneClose, ln.ep)
 			ln.ep = nil
