@@ -31,6 +31,7 @@ func (ep *Endpoint) Flush(p *Params) *Request {
 		w.complete(r, opErr("flush", ep.name, uct.ErrClosed))
 		return r
 	}
+	r.value = ep.seqMark()
 	w.flushers = append(w.flushers, r)
 	return r
 }
@@ -52,7 +53,7 @@ func (w *Worker) checkFlushers() {
 		if ep == nil {
 			ok := true
 			for _, e := range w.live {
-				if !e.idle() {
+				if !e.idle() || !w.seqAcked(e, ^uint64(0)) {
 					ok = false
 					break
 				}
@@ -64,7 +65,7 @@ func (w *Worker) checkFlushers() {
 			}
 			continue
 		}
-		if !ep.idle() {
+		if !ep.idle() || !w.seqAcked(ep, r.value) {
 			w.flushers = append(w.flushers, r)
 			continue
 		}

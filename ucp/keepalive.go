@@ -63,18 +63,37 @@ func (w *Worker) onKeepalive(_ any, data []byte, _ uct.AMFlags) {
 	}
 }
 
-func (w *Worker) keepaliveTimer(d time.Duration) {
+// keepaliveTimer is the worker's one background goroutine: every ka it
+// marks a keepalive round due, every probe a probe round (failover), and
+// wakes Progress; a zero period is off.
+func (w *Worker) keepaliveTimer(ka, probe time.Duration) {
 	defer close(w.kaDone)
-	t := time.NewTicker(d)
-	defer t.Stop()
+	var kaC, prC <-chan time.Time
+	if ka > 0 {
+		t := time.NewTicker(ka)
+		defer t.Stop()
+		kaC = t.C
+	}
+	if probe > 0 {
+		t := time.NewTicker(probe)
+		defer t.Stop()
+		prC = t.C
+	}
 	for {
 		select {
 		case <-w.kaStop:
 			return
-		case <-t.C:
-			w.kaDue.Store(true)
-			w.Wake()
+		case <-kaC:
+			w.kaRound.Store(true)
+		case <-prC:
+			w.probeDue.Store(true)
+			// The answers to the last probes may sit on an idle iface
+			// (an rc lane standing by): the next Progress polls it
+			// before the round judges them.
+			w.pollIdle.Store(true)
 		}
+		w.kaDue.Store(true)
+		w.Wake()
 	}
 }
 
@@ -84,6 +103,9 @@ func (w *Worker) keepalive() {
 	for _, ep := range w.live {
 		if ep.err != nil || w.heartbeat(ep) {
 			continue
+		}
+		if ep.fo != nil && ep.fo.win.Owed() > 0 {
+			w.seqAck(ep, false)
 		}
 		for i := range ep.lanes {
 			ln := &ep.lanes[i]
@@ -98,8 +120,10 @@ func (w *Worker) keepalive() {
 			}
 			ln.kaBusy = false
 			if err != nil && uct.StatusOf(err).IsEndpointFatal() {
-				w.failEP(ep, err)
-				break
+				w.laneFault(ep, i, err)
+				if ep.err != nil {
+					break
+				}
 			}
 		}
 	}

@@ -8,36 +8,28 @@ import (
 	"github.com/ucgo/ucgo/uct"
 )
 
-// Lane choice. A peer's address lists one iface per transport. Lanes are
-// chosen by capability: shared-memory transports when both workers run on
-// the same host (and boot), network transports otherwise, or when no
-// shared-memory lane could be connected. Config.Transports (UCGO_TLS)
-// limits both sides' choice, so two workers on one host that only have rc
-// talk over rc.
+// Lane choice: see laneset.go.
 
-// connectLanes connects ep's lanes to the ifaces of a (lock held). It
-// returns the connection errors.
+// connectLanes connects ep's lanes to the ifaces of a (lock held), by the
+// rules of laneset.go. It returns the connection errors.
 func (w *Worker) connectLanes(ep *Endpoint, a Address, p EPParams) []error {
 	var errs []error
-	for _, local := range []bool{true, false} {
-		for _, ia := range a.Ifaces {
-			for _, wi := range w.ifaces {
-				if wi.md.comp.Name() != ia.Transport || wi.attr.Cap.Has(uct.CapSharedMemory) != local {
-					continue
-				}
-				if local && a.Host != w.ctx.host {
-					continue
-				}
-				uep, err := wi.it.Connect(ia.Addr, uct.EPParams{Timeout: p.Timeout})
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				ep.lanes = append(ep.lanes, lane{ep: uep, wi: wi, attr: wi.attr})
-				wi.use()
-			}
+	shmc, netc, first := w.laneCands(a)
+	for _, c := range shmc {
+		if err := w.connectLane(ep, c, p, false); err != nil {
+			errs = append(errs, err)
 		}
-		if len(ep.lanes) > 0 {
+	}
+	standby := len(ep.lanes) > 0
+	if standby && !w.standbyLanes() {
+		return errs
+	}
+	for _, c := range netc {
+		if err := w.connectLane(ep, c, p, standby); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if first {
 			break
 		}
 	}
