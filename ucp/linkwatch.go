@@ -2,6 +2,7 @@ package ucp
 
 import (
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -122,13 +123,20 @@ func (w *Worker) postLink(ev *linkEvent) {
 	w.Wake()
 }
 
+// rebuildAttempts bounds the attempts to rebuild the lanes of a device
+// that came back: with the backoff doubling up to the policy's
+// MaxBackoff, about two seconds of a peer that does not answer yet.
+const rebuildAttempts = 24
+
 // postLinkLater queues ev again after the policy's backoff for its
 // attempt, unless its attempts are used up.
-func (w *Worker) postLinkLater(ev *linkEvent) {
+func (w *Worker) postLinkLater(ev *linkEvent, err error) {
 	pol := &w.cfg.Failover
-	if ev.try >= pol.Attempts {
+	if ev.try >= max(pol.Attempts, rebuildAttempts) {
+		slog.Warn("ucp: a lane of a device that came back could not be rebuilt", "attempts", ev.try, "err", err)
 		return
 	}
+	slog.Debug("ucp: rebuilding a lane failed; trying again", "attempt", ev.try+1, "err", err)
 	d := pol.Backoff << min(ev.try, 16)
 	if pol.MaxBackoff > 0 && d > pol.MaxBackoff {
 		d = pol.MaxBackoff
@@ -177,18 +185,26 @@ func (w *Worker) ifaceIndex(wi *wiface) int {
 func (w *Worker) localDown(wi *wiface, st uct.DeviceStatus) {
 	cause := fmt.Errorf("%s device %s: %v", wi.attr.Transport, wi.attr.Device, st)
 	for _, ep := range append([]*Endpoint(nil), w.live...) {
+		if ep.err != nil || ep.closed {
+			continue
+		}
+		// every lane on wi is rebuilt when it comes back, also one that
+		// failed already (its own operations may have told first)
 		var lis []int
+		marked := false
 		for li := range ep.lanes {
-			if ln := &ep.lanes[li]; ln.wi == wi && ln.ep != nil && !ln.nicDown {
-				lis = append(lis, li)
+			if ln := &ep.lanes[li]; ln.wi == wi && !ln.nicDown {
+				ln.nicDown, marked = true, true
+				if ln.ep != nil {
+					lis = append(lis, li)
+				}
 			}
 		}
-		if len(lis) == 0 || ep.err != nil || ep.closed {
+		if !marked {
 			continue
 		}
 		w.tellLaneStatus(ep, wi, laneStatusDown)
 		for _, li := range lis {
-			ep.lanes[li].nicDown = true
 			w.laneFault(ep, li, uct.NewOpError(wi.attr.Transport, "link", ep.name, uct.ErrLocalNICFailed, cause))
 			if ep.err != nil {
 				break
@@ -201,7 +217,7 @@ func (w *Worker) localDown(wi *wiface, st uct.DeviceStatus) {
 // tells their peers (lock held).
 func (w *Worker) localUp(ev *linkEvent) {
 	wi := ev.wi
-	retry := false
+	var retry error
 	for _, ep := range append([]*Endpoint(nil), w.live...) {
 		if ep.err != nil || ep.closed {
 			continue
@@ -213,7 +229,7 @@ func (w *Worker) localUp(ev *linkEvent) {
 				continue
 			}
 			if err := w.rebuildLane(ep, li, uct.ErrLocalNICReinit); err != nil {
-				retry = true
+				retry = err
 				continue
 			}
 			rebuilt = true
@@ -222,8 +238,8 @@ func (w *Worker) localUp(ev *linkEvent) {
 			w.tellLaneStatus(ep, wi, laneStatusUp)
 		}
 	}
-	if retry {
-		w.postLinkLater(ev)
+	if retry != nil {
+		w.postLinkLater(ev, retry)
 	}
 }
 
@@ -234,21 +250,23 @@ func (w *Worker) remoteUp(ev *linkEvent) {
 	if ep.err != nil || ep.closed {
 		return
 	}
-	retry := false
+	var retry error
 	for li := range ep.lanes {
 		ln := &ep.lanes[li]
-		if ln.ridx != ev.ridx || !ln.rnicDown {
+		// the lanes the peer's report failed, and any other lane to that
+		// iface that failed meanwhile (the transport may have told first)
+		if ln.ridx != ev.ridx || !ln.rnicDown && (ln.failed == nil || ln.ep != nil) {
 			continue
 		}
 		if ln.nicDown {
 			continue // our own side is down too: rebuilt when it comes back
 		}
 		if err := w.rebuildLane(ep, li, uct.ErrRemoteNICReinit); err != nil {
-			retry = true
+			retry = err
 		}
 	}
-	if retry {
-		w.postLinkLater(ev)
+	if retry != nil {
+		w.postLinkLater(ev, retry)
 	}
 }
 
@@ -332,10 +350,15 @@ func (w *Worker) onLaneStatus(_ any, data []byte, _ uct.AMFlags) {
 	}
 	for li := range ep.lanes {
 		ln := &ep.lanes[li]
-		if ln.ridx != int(m.iface) || ln.ep == nil || ln.rnicDown {
+		if ln.ridx != int(m.iface) || ln.rnicDown {
 			continue
 		}
+		// marked even when the lane failed already (the transport may
+		// have told first): the peer's report that it is back rebuilds it
 		ln.rnicDown = true
+		if ln.ep == nil {
+			continue
+		}
 		if ln.wi.deviceDown() {
 			// our end of the link is down too (a direct cable: the peer
 			// lost its carrier because we went down), which our own
