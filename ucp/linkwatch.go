@@ -8,7 +8,6 @@ import (
 
 	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/transport/rc"
-	"github.com/ucgo/ucgo/transport/rc/verbs"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -379,14 +378,14 @@ func (w *Worker) onLaneStatus(_ any, data []byte, _ uct.AMFlags) {
 }
 
 // nicCause names our device as the broken part of lane li's fault err
-// (lock held, failover on): a post or completion that failed only saying
-// the route is gone (uct.ErrRouteLost, ErrEndpointTimeout) while the
-// lane's own device is down gets uct.ErrLocalNICFailed, as the link watch
-// would have given it had Progress handled the device's change first.
+// (lock held, failover on): a post or completion that failed otherwise
+// (the route lost, a timeout, operations flushed) while the lane's own
+// device is not usable gets uct.ErrLocalNICFailed, as the device watcher
+// would have given it had Progress handled the device's change first. A
+// dead peer stays a dead peer.
 func (ep *Endpoint) nicCause(li int, err error) error {
 	switch uct.StatusOf(err) {
-	case uct.ErrRouteLost, uct.ErrEndpointTimeout:
-	default:
+	case uct.ErrLocalNICFailed, uct.ErrPeerFailed:
 		return err
 	}
 	ln := &ep.lanes[li]
@@ -398,13 +397,13 @@ func (ep *Endpoint) nicCause(li int, err error) error {
 }
 
 // deviceDown reports whether wi's device is not usable: its last status
-// handled said so, or (rc) its port is not active now.
+// handled said so, or (rc) the device's status says so now.
 func (wi *wiface) deviceDown() bool {
 	if wi.linkDown {
 		return true
 	}
-	if p, ok := wi.it.(interface{ PortInfo() rc.PortInfo }); ok {
-		return p.PortInfo().Port.State != verbs.PortActive
+	if m, ok := wi.md.md.(*rc.MD); ok {
+		return !m.Device().Watchers.Status().Usable()
 	}
 	return false
 }
