@@ -2,12 +2,12 @@ package ucp
 
 import (
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
 	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/transport/rc"
-	"github.com/ucgo/ucgo/transport/rc/verbs"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -122,13 +122,20 @@ func (w *Worker) postLink(ev *linkEvent) {
 	w.Wake()
 }
 
+// rebuildAttempts bounds the attempts to rebuild the lanes of a device
+// that came back: with the backoff doubling up to the policy's
+// MaxBackoff, about two seconds of a peer that does not answer yet.
+const rebuildAttempts = 24
+
 // postLinkLater queues ev again after the policy's backoff for its
 // attempt, unless its attempts are used up.
-func (w *Worker) postLinkLater(ev *linkEvent) {
+func (w *Worker) postLinkLater(ev *linkEvent, err error) {
 	pol := &w.cfg.Failover
-	if ev.try >= pol.Attempts {
+	if ev.try >= max(pol.Attempts, rebuildAttempts) {
+		slog.Warn("ucp: a lane of a device that came back could not be rebuilt", "attempts", ev.try, "err", err)
 		return
 	}
+	slog.Debug("ucp: rebuilding a lane failed; trying again", "attempt", ev.try+1, "err", err)
 	d := pol.Backoff << min(ev.try, 16)
 	if pol.MaxBackoff > 0 && d > pol.MaxBackoff {
 		d = pol.MaxBackoff
@@ -177,18 +184,26 @@ func (w *Worker) ifaceIndex(wi *wiface) int {
 func (w *Worker) localDown(wi *wiface, st uct.DeviceStatus) {
 	cause := fmt.Errorf("%s device %s: %v", wi.attr.Transport, wi.attr.Device, st)
 	for _, ep := range append([]*Endpoint(nil), w.live...) {
+		if ep.err != nil || ep.closed {
+			continue
+		}
+		// every lane on wi is rebuilt when it comes back, also one that
+		// failed already (its own operations may have told first)
 		var lis []int
+		marked := false
 		for li := range ep.lanes {
-			if ln := &ep.lanes[li]; ln.wi == wi && ln.ep != nil && !ln.nicDown {
-				lis = append(lis, li)
+			if ln := &ep.lanes[li]; ln.wi == wi && !ln.nicDown {
+				ln.nicDown, marked = true, true
+				if ln.ep != nil {
+					lis = append(lis, li)
+				}
 			}
 		}
-		if len(lis) == 0 || ep.err != nil || ep.closed {
+		if !marked {
 			continue
 		}
 		w.tellLaneStatus(ep, wi, laneStatusDown)
 		for _, li := range lis {
-			ep.lanes[li].nicDown = true
 			w.laneFault(ep, li, uct.NewOpError(wi.attr.Transport, "link", ep.name, uct.ErrLocalNICFailed, cause))
 			if ep.err != nil {
 				break
@@ -201,7 +216,7 @@ func (w *Worker) localDown(wi *wiface, st uct.DeviceStatus) {
 // tells their peers (lock held).
 func (w *Worker) localUp(ev *linkEvent) {
 	wi := ev.wi
-	retry := false
+	var retry error
 	for _, ep := range append([]*Endpoint(nil), w.live...) {
 		if ep.err != nil || ep.closed {
 			continue
@@ -213,7 +228,7 @@ func (w *Worker) localUp(ev *linkEvent) {
 				continue
 			}
 			if err := w.rebuildLane(ep, li, uct.ErrLocalNICReinit); err != nil {
-				retry = true
+				retry = err
 				continue
 			}
 			rebuilt = true
@@ -222,8 +237,8 @@ func (w *Worker) localUp(ev *linkEvent) {
 			w.tellLaneStatus(ep, wi, laneStatusUp)
 		}
 	}
-	if retry {
-		w.postLinkLater(ev)
+	if retry != nil {
+		w.postLinkLater(ev, retry)
 	}
 }
 
@@ -234,21 +249,23 @@ func (w *Worker) remoteUp(ev *linkEvent) {
 	if ep.err != nil || ep.closed {
 		return
 	}
-	retry := false
+	var retry error
 	for li := range ep.lanes {
 		ln := &ep.lanes[li]
-		if ln.ridx != ev.ridx || !ln.rnicDown {
+		// the lanes the peer's report failed, and any other lane to that
+		// iface that failed meanwhile (the transport may have told first)
+		if ln.ridx != ev.ridx || !ln.rnicDown && (ln.failed == nil || ln.ep != nil) {
 			continue
 		}
 		if ln.nicDown {
 			continue // our own side is down too: rebuilt when it comes back
 		}
 		if err := w.rebuildLane(ep, li, uct.ErrRemoteNICReinit); err != nil {
-			retry = true
+			retry = err
 		}
 	}
-	if retry {
-		w.postLinkLater(ev)
+	if retry != nil {
+		w.postLinkLater(ev, retry)
 	}
 }
 
@@ -332,10 +349,15 @@ func (w *Worker) onLaneStatus(_ any, data []byte, _ uct.AMFlags) {
 	}
 	for li := range ep.lanes {
 		ln := &ep.lanes[li]
-		if ln.ridx != int(m.iface) || ln.ep == nil || ln.rnicDown {
+		if ln.ridx != int(m.iface) || ln.rnicDown {
 			continue
 		}
+		// marked even when the lane failed already (the transport may
+		// have told first): the peer's report that it is back rebuilds it
 		ln.rnicDown = true
+		if ln.ep == nil {
+			continue
+		}
 		if ln.wi.deviceDown() {
 			// our end of the link is down too (a direct cable: the peer
 			// lost its carrier because we went down), which our own
@@ -356,14 +378,14 @@ func (w *Worker) onLaneStatus(_ any, data []byte, _ uct.AMFlags) {
 }
 
 // nicCause names our device as the broken part of lane li's fault err
-// (lock held, failover on): a post or completion that failed only saying
-// the route is gone (uct.ErrRouteLost, ErrEndpointTimeout) while the
-// lane's own device is down gets uct.ErrLocalNICFailed, as the link watch
-// would have given it had Progress handled the device's change first.
+// (lock held, failover on): a post or completion that failed otherwise
+// (the route lost, a timeout, operations flushed) while the lane's own
+// device is not usable gets uct.ErrLocalNICFailed, as the device watcher
+// would have given it had Progress handled the device's change first. A
+// dead peer stays a dead peer.
 func (ep *Endpoint) nicCause(li int, err error) error {
 	switch uct.StatusOf(err) {
-	case uct.ErrRouteLost, uct.ErrEndpointTimeout:
-	default:
+	case uct.ErrLocalNICFailed, uct.ErrPeerFailed:
 		return err
 	}
 	ln := &ep.lanes[li]
@@ -375,13 +397,13 @@ func (ep *Endpoint) nicCause(li int, err error) error {
 }
 
 // deviceDown reports whether wi's device is not usable: its last status
-// handled said so, or (rc) its port is not active now.
+// handled said so, or (rc) the device's status says so now.
 func (wi *wiface) deviceDown() bool {
 	if wi.linkDown {
 		return true
 	}
-	if p, ok := wi.it.(interface{ PortInfo() rc.PortInfo }); ok {
-		return p.PortInfo().Port.State != verbs.PortActive
+	if m, ok := wi.md.md.(*rc.MD); ok {
+		return !m.Device().Watchers.Status().Usable()
 	}
 	return false
 }

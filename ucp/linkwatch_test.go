@@ -221,7 +221,10 @@ func laneStatusDownUp(t *testing.T, how string) {
 	if !errors.Is(down.Cause, uct.ErrLocalNICFailed) {
 		t.Fatalf("event %v: cause %v, want ErrLocalNICFailed", down, down.Cause)
 	}
+	// our worker answers the peer's failover meanwhile
+	sp = spinBackground(nd.w)
 	peer := childWaitFor(t, nd, "its lane to our downed iface failed", func(e childEvent) bool { return e.kind == "event" })
+	sp.halt()
 	if peer.lane != 0 || peer.status != uct.ErrRemoteNICFailed {
 		t.Fatalf("peer's event: lane %d status %v, want lane 0 ErrRemoteNICFailed", peer.lane, peer.status)
 	}
@@ -271,7 +274,9 @@ func laneStatusDownUp(t *testing.T, how string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sp = spinBackground(nd.w)
 	peer = childWaitFor(t, nd, "its lane rebuilt", func(e childEvent) bool { return e.kind == "event" && e.fk == failover.Restored })
+	sp.halt()
 	if peer.lane != 0 || peer.status != uct.ErrRemoteNICReinit {
 		t.Fatalf("peer's restored event: lane %d status %v, want lane 0 ErrRemoteNICReinit", peer.lane, peer.status)
 	}
