@@ -395,12 +395,24 @@ func (w *Worker) peerLeftLane(ep *Endpoint, m *syncMsg, arrival int) {
 		case uct.OK:
 			st = uct.ErrConnectionReset
 		}
+		if ln.wi.deviceDown() {
+			// our own device is down (which the peer saw as its route
+			// lost): ours is the broken part, and the link watch
+			// rebuilds the lane when it comes back (linkwatch.go)
+			st = uct.ErrLocalNICFailed
+			ln.nicDown = true
+		}
 		err := uct.NewOpError(ln.attr.Transport, "lane", ep.name, st, fmt.Errorf("lane %d: the peer failed over from it", j))
 		now := time.Now()
 		if ln.health != nil {
 			ln.health.Fault(err, now)
 		}
 		ln.failed = err
+		if st == uct.ErrRemoteNICFailed {
+			// as if its lane status had come first: the lane is rebuilt
+			// when the peer reports its NIC up again (linkwatch.go)
+			ln.rnicDown = true
+		}
 		w.stats.FailedOver++
 		w.foEventT(failover.Event{Kind: failover.FailedOver, Endpoint: ep.name, From: ep.foLane(j), To: ep.foLane(arrival),
 			Cause: err, At: now}, w.foDetect(ep, j))
