@@ -179,7 +179,9 @@ func (w *Worker) localDown(wi *wiface, st uct.DeviceStatus) {
 	for _, ep := range append([]*Endpoint(nil), w.live...) {
 		var lis []int
 		for li := range ep.lanes {
-			if ln := &ep.lanes[li]; ln.wi == wi && ln.ep != nil && !ln.nicDown {
+			// a lane that failed before the watcher saw its device down
+			// (its posts refused first) is marked too, to be rebuilt
+			if ln := &ep.lanes[li]; ln.wi == wi && (ln.ep != nil || ln.failed != nil) && !ln.nicDown {
 				lis = append(lis, li)
 			}
 		}
