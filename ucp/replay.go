@@ -56,6 +56,9 @@ func (w *Worker) failOver(ep *Endpoint, li int, err error) bool {
 		ln.health.Fault(err, now)
 	}
 	ln.failed = err
+	if ln.wi.deviceDown() {
+		ln.nicDown = true // rebuilt when the device comes back (linkwatch.go)
+	}
 	if ln.ep != nil {
 		w.laneClose = append(w.laneClose, ln.ep)
 		ln.ep = nil
