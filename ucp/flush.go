@@ -70,10 +70,12 @@ func (w *Worker) checkFlushers() {
 			continue
 		}
 		if r.flushN == 0 && ep.err == nil && !ep.closed {
-			// transport-level flush of every lane
+			// transport-level flush of every lane that carries: a failed
+			// lane connected again for its probes carries none of the
+			// endpoint's operations (they were replayed elsewhere)
 			r.comp.Count = 1
 			for i := range ep.lanes {
-				if ln := &ep.lanes[i]; ln.ep != nil {
+				if ln := &ep.lanes[i]; ln.ep != nil && ln.failed == nil {
 					r.comp.Count++
 					if err := ln.ep.Flush(false, &r.comp); err != uct.ErrInProgress {
 						r.comp.Count--
