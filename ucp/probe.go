@@ -219,7 +219,8 @@ func (w *Worker) sendProbe(ep *Endpoint, li int, now time.Time) {
 // reconnectProbe connects lane li of ep again so that its probes can
 // tell when its path is back (lock held). It acts on a lane that failed
 // for any cause but its own or its peer's device (the device watchers
-// rebuild those, linkwatch.go) and whose uct endpoint the failover
+// rebuild those, linkwatch.go, unless our device is usable again before
+// a watcher said so) and whose uct endpoint the failover
 // closed; at most once every ProbeMisses probe intervals, so that a path
 // still broken is not dialled in a loop. The new endpoint is bound by a
 // lane-bind and carries nothing but probes until laneUp: the lane stays
@@ -227,6 +228,12 @@ func (w *Worker) sendProbe(ep *Endpoint, li int, now time.Time) {
 func (w *Worker) reconnectProbe(ep *Endpoint, li int, now time.Time) bool {
 	ln := &ep.lanes[li]
 	pol := &w.cfg.Failover
+	if ln.nicDown && !ln.wi.deviceDown() {
+		// our device is usable again but its watcher has not rebuilt
+		// the lane (no watcher, or its report still queued): the
+		// probes take the lane over
+		ln.nicDown = false
+	}
 	if ln.ep != nil || ln.failed == nil || ln.nicDown || ln.rnicDown || ln.raddr == nil ||
 		now.Sub(ln.prb.dialed) < pol.ProbeInterval*time.Duration(pol.ProbeMisses) {
 		return false

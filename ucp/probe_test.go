@@ -93,9 +93,9 @@ func testProbeFault(t *testing.T, noWatch bool, inject func(*relRun) (func() err
 		seen, w.cfg.Failover.ProbeInterval, w.cfg.Failover.ProbeMisses, st.LastDetect, ev)
 	// Both sides probe: whichever finds it first fails the lane, and the
 	// other hears of it in the failover's sync (ROUTE_LOST), or, when the
-	// peer's own device went down with the link, from the peer
-	// (RNIC_FAILED).
-	if ev.From.Index != rail0 || !errors.Is(ev.Cause, uct.ErrRouteLost) && !(noWatch && errors.Is(ev.Cause, uct.ErrRemoteNICFailed)) {
+	// link went down, names the device that is down: ours (LNIC_FAILED)
+	// or the peer's (RNIC_FAILED).
+	if ev.From.Index != rail0 || !errors.Is(ev.Cause, uct.ErrRouteLost) && !(noWatch && (errors.Is(ev.Cause, uct.ErrRemoteNICFailed) || errors.Is(ev.Cause, uct.ErrLocalNICFailed))) {
 		t.Errorf("event %v: want lane %d failed with %v", ev, rail0, uct.ErrRouteLost)
 	}
 	// The fault removed, the failed lane answers its probes again and
