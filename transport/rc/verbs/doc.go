@@ -53,8 +53,12 @@
 // retransmission), fires due timers (local ACK timeout, RNR waits;
 // checked against a monotonic clock on every pass) and sends whatever
 // became ready with sendmmsg, using UDP GSO for runs of equal-size
-// packets to one peer. PostSend builds and sends the new packets before
-// it returns.
+// packets to one peer. A packet's payload of 1 KiB or more that lies in
+// registered memory (or a WR's inline copy) is not copied: the message's
+// iovecs alternate headers and trailers in the batch with payloads where
+// they lie. A long transfer leaves in pieces of 128 KiB, so that the peer
+// receives the first while the rest is built. PostSend builds and sends
+// the new packets before it returns.
 //
 // The ACK of a request that completed a receive (SEND, WRITE with
 // immediate) is deferred: the consumer of the completion usually answers

@@ -112,19 +112,6 @@ func (d *Device) armTimer(qp *QP) {
 	}
 }
 
-// emit appends a packet for dst to the transmit batch.
-func (d *Device) emit(p *roce.Packet, dst netip.AddrPort) {
-	n := p.WireLen()
-	i, ok := d.tx.slot(dst, p.BTH.DestQP, n)
-	if !ok {
-		d.tx.flush(d.sock.fd.Int(), &d.ctr)
-		i, _ = d.tx.slot(dst, p.BTH.DestQP, n)
-	}
-	// In a GSO message the kernel gives the k-th segment IP ID k, which
-	// the ICRC covers (rxe checks it).
-	d.tx.bufs[i] = roce.AppendIPID(d.tx.bufs[i], p, d.local, dst, uint16(d.tx.nseg[i]-1))
-}
-
 // Progress runs the engine once: it receives and processes waiting
 // packets, fires due timers (retransmission, RNR waits) and sends what
 // became ready. It never blocks for long: at most a short wait when the
