@@ -617,15 +617,25 @@ func (it *Iface) hasDispatchable() bool {
 	return false
 }
 
-// Wait sleeps until the completion channel fires, a packet arrives on the
-// device's socket, Wake is called or ctx ends.
+// Wait sleeps until the completion channel fires, Wake is called or ctx
+// ends. Packets that arrive meanwhile are received by the device's
+// background goroutine (verbs.Device.Sleep), which runs the engine and so
+// fires the channel; the ifaces of one device (the workers of a process)
+// sleeping at once thus do not all wake for every packet the device
+// receives, one of them polling. A device without that goroutine has its
+// socket watched here.
 func (it *Iface) Wait(ctx context.Context) error {
 	if it.isClosed.Load() {
 		return uct.ErrClosed
 	}
 	stop := context.AfterFunc(ctx, it.Wake)
 	defer stop()
-	if err := pollFDs(it.ch.Fd(), it.dev.Fd(), it.wakeFD.Int()); err != nil {
+	fds := [3]int{it.ch.Fd(), it.wakeFD.Int(), it.dev.Fd()}
+	n := len(fds)
+	if it.dev.Sleep() {
+		n--
+	}
+	if err := pollFDs(fds[:n]...); err != nil {
 		return err
 	}
 	drainEventFD(it.wakeFD.Int())

@@ -32,10 +32,12 @@ type Config struct {
 	Port int
 	// NoShare binds port 4791 without sharing it (verbs.Config.NoShare).
 	NoShare bool
-	// ProgressInterval is verbs.Config.ProgressInterval: how often the
-	// device's background goroutine makes progress for an owner that
-	// stopped (default 2 ms); negative turns it off, and then only the
-	// ifaces' Progress and Wait run the device.
+	// ProgressInterval is verbs.Config.ProgressInterval: how long the
+	// device's background goroutine lets an owner that stopped polling
+	// leave the engine alone before it makes progress itself (default
+	// 2 ms); an iface sleeping in Wait leaves the socket to it. Negative
+	// turns it off, and then only the ifaces' Progress and Wait run the
+	// device (each Wait watching the device's socket).
 	ProgressInterval time.Duration
 }
 

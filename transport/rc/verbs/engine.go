@@ -288,33 +288,92 @@ func (d *Device) wait(ctx context.Context, extraFd int) error {
 	return ctx.Err()
 }
 
-// background is the watchdog goroutine: if the owner has not run
-// Progress for an interval (it stopped polling, or sleeps in a wait that
-// does not drive the engine), it runs Progress itself so that ACKs, READ
+// background is the watchdog goroutine: if nobody has run Progress for
+// an interval (the owner stopped polling, or sleeps in a wait that does
+// not drive the engine), it runs Progress itself so that ACKs, READ
 // responses and retransmissions are not held up for the peer. It only
 // tries the engine mutex (TryLock), so it never delays an owner that is
-// progressing. It sleeps on d.wd, whose expiry every Progress pushes back
-// (see armWatchdog): while the owner polls, it does not wake at all.
+// progressing.
+//
+// It has two modes. Timing: it sleeps on d.wd's timer, whose expiry every
+// Progress pushes back (see armWatchdog), so while anyone polls it does
+// not wake at all. Watching: once nobody has run the engine for an
+// interval, or as soon as an owner says it goes to sleep (Sleep), it runs
+// Progress and then sleeps until a packet arrives or an engine timer
+// (retransmission, RNR wait, deferred ACK) is due, and runs Progress then
+// too; packets that arrive while nobody polls are received at once, and
+// an idle device costs no wake-ups at all. When it wakes and finds that
+// someone else ran the engine since it last looked, that someone polls:
+// it goes back to timing, so a polling owner's packets do not wake it.
 func (d *Device) background() {
 	defer d.wg.Done()
 	iv := d.wdIv
-	for d.wd.wait() {
+	watching := false
+	var seen int64 // watching: the last engine run it knows of
+	for {
+		why := d.wd.wait()
+		if why == 0 {
+			return
+		}
 		select {
 		case <-d.stop:
 			return
 		default:
 		}
-		if idle := d.now() - d.lastProg.Load(); idle < iv {
-			d.wd.armSafe(time.Duration(iv - idle))
+		last := d.lastProg.Load()
+		if d.sleeping.Swap(false) {
+			// An owner goes to sleep: watch from its last run on.
+			watching, seen = true, last
+			d.wd.watch(true)
+		}
+		if watching && last != seen {
+			// Someone else ran the engine since: they poll.
+			watching = false
+			d.wd.watch(false)
+		}
+		if !watching {
+			if idle := d.now() - last; idle < iv {
+				d.wd.armSafe(time.Duration(iv - idle))
+				continue
+			}
+		}
+		if !d.mu.TryLock() {
+			// The owner holds the engine: it runs it.
+			watching = false
+			d.wd.watch(false)
+			d.wd.armSafe(time.Duration(iv))
 			continue
 		}
-		if d.mu.TryLock() {
-			d.progressLocked() // re-arms the timer
-			d.mu.Unlock()
-		} else {
-			d.wd.armSafe(time.Duration(iv))
+		d.progressLocked()
+		seen = d.lastProg.Load()
+		// Wake for the next engine timer, or for packets only.
+		next := time.Duration(0)
+		if len(d.acks) > 0 {
+			next = 1
+		} else if d.nextTimer != 0 {
+			next = time.Duration(max(1, d.nextTimer-d.now()))
 		}
+		d.wd.arm(next)
+		d.mu.Unlock()
+		watching = true
+		d.wd.watch(true)
 	}
+}
+
+// Sleep tells the device that its caller stops running the engine to
+// sleep until a completion event (on a CompChannel it armed a CQ for):
+// the background goroutine then receives the packets that arrive and runs
+// the engine for them, so the caller need not watch the socket (Fd)
+// itself, and several sleepers on one device do not all wake for every
+// packet. It reports whether the device has a background goroutine; if
+// not (Config.ProgressInterval < 0), the caller must watch Fd.
+func (d *Device) Sleep() bool {
+	if d.wd == nil {
+		return false
+	}
+	d.sleeping.Store(true)
+	d.wd.armSafe(1)
+	return true
 }
 
 // armWatchdog pushes the watchdog's expiry back to an interval from now,
