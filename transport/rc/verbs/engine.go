@@ -122,6 +122,10 @@ func (d *Device) Progress() {
 	d.mu.Unlock()
 }
 
+// rxTransmitEvery is how many received packets the engine handles
+// before it sends what became ready meanwhile.
+const rxTransmitEvery = 64
+
 // maxRxRounds bounds the recvmmsg rounds of one Progress so that sending
 // is not starved by a flood.
 const maxRxRounds = 16
@@ -134,6 +138,7 @@ func (d *Device) progressLocked() {
 	d.lastProg.Store(now)
 	d.armWatchdog(now)
 	d.promoteAcks()
+	handled := 0
 	for round := 0; round < maxRxRounds; round++ {
 		n, err := d.rx.recv(d.sock.fd.Int())
 		d.rxFailedLocked(err)
@@ -147,9 +152,19 @@ func (d *Device) progressLocked() {
 				var p []byte
 				p, b = groNext(b, seg)
 				d.handle(p, src)
+				handled++
 				if len(b) == 0 {
 					break
 				}
+			}
+			if handled >= rxTransmitEvery && len(d.ready) > 0 {
+				// A batch of coalesced datagrams holds up to 960
+				// packets: answer (ACKs, READ responses, the next
+				// requests the window lets out) while handling it,
+				// not only at its end, so the peer is not left
+				// waiting with its window full.
+				d.transmit()
+				handled = 0
 			}
 		}
 		if n < batchLen {
