@@ -195,6 +195,13 @@ func (m *MD) UnpackRKey(packed []byte) (uct.RKey, error) {
 	return &rkey{key: k, md: id}, nil
 }
 
+// shared reports whether the MD's device serves more than one iface.
+func (m *MD) shared() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.ifaces) > 1
+}
+
 // Close closes the device: its QPs go to ERR and its socket is closed.
 // Close ifaces first.
 func (m *MD) Close() error {
