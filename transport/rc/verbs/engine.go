@@ -359,6 +359,11 @@ func (d *Device) background() {
 			d.wd.armSafe(time.Duration(iv))
 			continue
 		}
+		if d.closed {
+			// Close is under way: the timer may be closed already.
+			d.mu.Unlock()
+			return
+		}
 		d.progressLocked()
 		seen = d.lastProg.Load()
 		// Wake for the next engine timer, or for packets only.
