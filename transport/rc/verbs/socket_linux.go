@@ -107,7 +107,7 @@ type txBatch struct {
 	mlen []int  // bytes in the message, payloads sent by reference included
 	shut []bool // a short last segment was added: no more
 	n    int    // messages in use
-	// Payloads sent from where they lie, not copied (see txref.go), and
+	// Payloads sent from where they lie, not copied (see txref_linux.go), and
 	// the iovecs of the messages that carry them.
 	refs  []txRef
 	iovs  []unix.Iovec
