@@ -72,17 +72,17 @@
 // background goroutine runs Progress itself once nobody has run it for
 // Config.ProgressInterval (2 ms), or at once when an owner says it goes
 // to sleep on a completion channel (Device.Sleep), and from then on
-// whenever a packet arrives or an engine timer is due while nobody else
-// runs the engine; it only takes the engine mutex if it is free
-// (TryLock): it never competes with an owner that polls. It sleeps in
-// Go's network poller on an epoll set of a timerfd, whose expiry every
-// Progress pushes back (at most every half interval), and of the socket
-// only while it watches for packets; so while an owner polls it never
-// wakes, and neither does an idle thread of the runtime on its behalf,
-// and an idle device costs no wake-ups. Many sleepers on one device (the
-// workers of a process) leave the socket to it instead of all waking for
-// every packet. A caller with its own event loop uses Device.Fd
-// (readable when packets wait) and Device.NextTimeout, or Device.Wait.
+// whenever a packet arrives, an engine timer is due or another interval
+// has passed while nobody else runs the engine; it only takes the engine
+// mutex if it is free (TryLock): it never competes with an owner that
+// polls. It sleeps in Go's network poller on an epoll set of a timerfd,
+// whose expiry every Progress pushes back (at most every half interval),
+// and of the socket only while it watches for packets; so while an owner
+// polls it never wakes, and neither does an idle thread of the runtime
+// on its behalf. Many sleepers on one device (the workers of a process)
+// leave the socket to it instead of all waking for every packet. A
+// caller with its own event loop uses Device.Fd (readable when packets
+// wait) and Device.NextTimeout, or Device.Wait.
 //
 // # Errors
 //

@@ -315,9 +315,10 @@ func (d *Device) wait(ctx context.Context, extraFd int) error {
 // not wake at all. Watching: once nobody has run the engine for an
 // interval, or as soon as an owner says it goes to sleep (Sleep), it runs
 // Progress and then sleeps until a packet arrives or an engine timer
-// (retransmission, RNR wait, deferred ACK) is due, and runs Progress then
-// too; packets that arrive while nobody polls are received at once, and
-// an idle device costs no wake-ups at all. When it wakes and finds that
+// (retransmission, RNR wait, deferred ACK) is due, and at the latest an
+// interval later (a timer an owner set meanwhile), and runs Progress then
+// too: packets that arrive while nobody polls are received at once. When
+// it wakes and finds that
 // someone else ran the engine since it last looked, that someone polls:
 // it goes back to timing, so a polling owner's packets do not wake it.
 func (d *Device) background() {
@@ -366,12 +367,14 @@ func (d *Device) background() {
 		}
 		d.progressLocked()
 		seen = d.lastProg.Load()
-		// Wake for the next engine timer, or for packets only.
-		next := time.Duration(0)
+		// Wake for packets, for the next engine timer, and at the latest
+		// after an interval: a timer or deferred ACK that an owner's
+		// PostSend or Progress sets meanwhile is not seen here.
+		next := time.Duration(iv)
 		if len(d.acks) > 0 {
 			next = 1
 		} else if d.nextTimer != 0 {
-			next = time.Duration(max(1, d.nextTimer-d.now()))
+			next = min(next, time.Duration(max(1, d.nextTimer-d.now())))
 		}
 		d.wd.arm(next)
 		d.mu.Unlock()
