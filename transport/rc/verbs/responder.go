@@ -466,7 +466,7 @@ func (qp *QP) respondLocked(budget int) int {
 				} else {
 					p.Payload = nil
 				}
-				d.emit(p, qp.dst)
+				d.emitRef(p, qp.dst) // MR memory
 				it.cur++
 				budget--
 			}
