@@ -318,10 +318,12 @@
 // attributes per lane); queued work is bound to no lane; moving an
 // endpoint's traffic off a failed lane is described under Failover.
 // Progress polls on
-// every call the ifaces that carry a lane, have delivered an event or
-// are cheap to poll (shm); the others (an rc iface of a worker that only
-// talks over shm, whose poll is a system call) every 16384 calls and
-// after every Wait.
+// every call the ifaces that carry an AM or RMA lane, have delivered a
+// message of a conversation or are cheap to poll (shm); the others (an
+// rc iface of a worker that only talks over shm, or that carries only
+// lanes standing by: lane-binds, probes, keepalives and lone
+// acknowledgements leave it idle) every 16384 calls, after every Wait
+// and four times a probe interval.
 //
 // # Lock order
 //

@@ -63,22 +63,35 @@ func (w *Worker) onKeepalive(_ any, data []byte, _ uct.AMFlags) {
 	}
 }
 
+// probeTicks is how many times a probe round the timer has idle ifaces
+// polled.
+const probeTicks = 4
+
 // keepaliveTimer is the worker's one background goroutine: every ka it
 // marks a keepalive round due, every probe a probe round (failover), and
 // wakes Progress; a zero period is off.
 func (w *Worker) keepaliveTimer(ka, probe time.Duration) {
 	defer close(w.kaDone)
 	var kaC, prC <-chan time.Time
+	ticks := probeTicks
 	if ka > 0 {
 		t := time.NewTicker(ka)
 		defer t.Stop()
 		kaC = t.C
 	}
 	if probe > 0 {
-		t := time.NewTicker(probe)
+		// four ticks a round: probes and their answers crossing an idle
+		// iface (an rc lane standing by) are seen at the next Progress
+		// after a tick, well within the round (lanes.go)
+		d := probe / probeTicks
+		if d < time.Millisecond {
+			d, ticks = probe, 1
+		}
+		t := time.NewTicker(d)
 		defer t.Stop()
 		prC = t.C
 	}
+	tick := 0
 	for {
 		select {
 		case <-w.kaStop:
@@ -86,11 +99,11 @@ func (w *Worker) keepaliveTimer(ka, probe time.Duration) {
 		case <-kaC:
 			w.kaRound.Store(true)
 		case <-prC:
-			w.probeDue.Store(true)
-			// The answers to the last probes may sit on an idle iface
-			// (an rc lane standing by): the next Progress polls it
-			// before the round judges them.
 			w.pollIdle.Store(true)
+			if tick++; tick%ticks != 0 {
+				continue
+			}
+			w.probeDue.Store(true)
 		}
 		w.kaDue.Store(true)
 		w.Wake()

@@ -63,15 +63,22 @@ func (w *Worker) setHandlers(wi *wiface) {
 func (w *Worker) boundHandler(wi *wiface, id uint8, h uct.AMHandler) uct.AMSourceHandler {
 	if id == amWireup || id == amLaneBind {
 		return func(arg any, data []byte, flags uct.AMFlags, src uct.AMSource) {
+			if id == amWireup && !wi.active.Load() {
+				wi.use() // a peer connects: it talks over this iface
+			}
 			w.rx = rxInfo{wi: wi, src: src, ok: true}
 			h(arg, data, flags)
 			w.rx = rxInfo{}
 			w.flushDrops()
 		}
 	}
-	return func(arg any, data []byte, flags uct.AMFlags, src uct.AMSource) {
-		if w.laneOK(wi, id, src, data) {
-			h(arg, data, flags)
+	data := !ctlMsg(id)
+	return func(arg any, d []byte, flags uct.AMFlags, src uct.AMSource) {
+		if w.laneOK(wi, id, src, d) {
+			if data && !wi.active.Load() {
+				wi.use() // traffic arrived on an idle iface (lanes.go)
+			}
+			h(arg, d, flags)
 		}
 		w.flushDrops()
 	}

@@ -286,7 +286,9 @@ func (w *Worker) rebuildLane(ep *Endpoint, li int, st uct.Status) error {
 	}
 	ln.ep = uep
 	ln.nicDown, ln.rnicDown, ln.bindSent = false, false, false
-	ln.wi.use()
+	if !ln.standby {
+		ln.wi.use() // a lane standing by stays idle until chosen (lanesPicked)
+	}
 	// bind the new connection before anything else travels on it
 	ep.sendBind(li)
 	w.foEvent(failover.Event{Kind: failover.Restored, Endpoint: ep.name, From: ep.foLane(li), To: ep.foLane(li),

@@ -47,14 +47,16 @@ func putSeqHdr(b []byte, dst, seq, ack uint32, id uint8) {
 }
 
 func decodeSeq(b []byte) (seqMsg, error) {
-	if len(b) < seqHdr {
+	if !seqOK(b) {
 		return seqMsg{}, errWire("sequenced message")
 	}
-	m := seqMsg{dst: le.Uint32(b), seq: le.Uint32(b[4:]), ack: le.Uint32(b[8:]), id: b[12], inner: b[seqHdr:]}
-	if !seqInnerOK(m.id) {
-		return seqMsg{}, errWire("sequenced message")
-	}
-	return m, nil
+	return seqMsg{dst: le.Uint32(b), seq: le.Uint32(b[4:]), ack: le.Uint32(b[8:]), id: b[12], inner: b[seqHdr:]}, nil
+}
+
+// seqOK says whether b is a well-formed sequenced message: the receive
+// path reads its fields in place (onSeq), decodeSeq into a seqMsg.
+func seqOK(b []byte) bool {
+	return len(b) >= seqHdr && seqInnerOK(b[12])
 }
 
 // seqInnerOK says whether id may travel inside a sequenced message.
