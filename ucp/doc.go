@@ -226,9 +226,16 @@
 // then. The sync also names the lane left and its status: the peer fails
 // and closes its end of that lane at once (so that nothing still queued
 // on it lands after the replay) and reports the move as well, the
-// sender's local NIC being its remote one (uct.ErrRemoteNICFailed). Rendezvous data, Put and Get moving on the failed lane start
-// again on the new RMA lane from the requests' own buffers (writing or
-// reading the same bytes again is harmless); the key bundle that a
+// sender's local NIC being its remote one (uct.ErrRemoteNICFailed).
+// Rendezvous data, Put and Get moving on the failed lane start again on
+// the new RMA lane from the requests' own buffers (writing or reading the
+// same bytes again is harmless). The failed lane is fenced first, as
+// SMC-R fences a failed link: a side sends its sync, or its answer, only
+// once its end of the lane is closed (its QP in the error state applies
+// no packet), and the side that sent the sync posts the moved writes
+// (Put, rendezvous PUT) only once the answer came, so a write sent on the
+// failed lane never lands after its copy on the new lane, nor after the
+// operation completed and the peer heard of it. The key bundle that a
 // sequenced endpoint's rendezvous announces holds the buffer's key for
 // every lane's memory domain. SetFailoverHandler hears each move from
 // Progress as a failover.Event: the failed and the new lane, the cause,

@@ -21,7 +21,9 @@ import (
 // first. Data moved by RMA on the failed lane (rendezvous chunks, Put,
 // Get) is moved again from the request's own buffers on the new RMA lane
 // once every chunk posted on the failed lane has reported (redoChunks,
-// chunkRetry): writes and reads of the same bytes are idempotent.
+// chunkRetry): writes and reads of the same bytes are idempotent. Syncs
+// and the writes moved wait until both ends of the failed lane are
+// closed (fence.go).
 
 // foState is a failover of one endpoint in progress.
 type foState struct {
@@ -67,11 +69,11 @@ func (w *Worker) failOver(ep *Endpoint, li int, err error) bool {
 		return false
 	}
 	fv := &f.fov
+	// syncing first: the writes redoChunks moves wait for the answer
 	*fv = foState{kind: failover.FailedOver, from: li, to: ep.amLane, cause: err, seen: now,
-		detect: w.foDetect(ep, li)}
+		detect: w.foDetect(ep, li), syncing: true}
 	w.redoChunks(ep, li)
 	f.asked = false
-	fv.syncing = true
 	w.sendSync(ep, false)
 	return true
 }
@@ -161,6 +163,9 @@ func (w *Worker) chunkRetry(r *Request, err error) bool {
 	if ep.err != nil || ep.closed || ep.rmaLane < 0 {
 		return false
 	}
+	if w.parkRetry(r, err) {
+		return true // moves once the peer closed its end (fence.go)
+	}
 	li := ep.rmaLane
 	var k uct.RKey
 	switch {
@@ -196,7 +201,7 @@ func (w *Worker) sendSync(ep *Endpoint, reply bool) {
 	if ep.err != nil || ep.closed {
 		return
 	}
-	if ep.amLane < 0 || !w.canPost() {
+	if ep.amLane < 0 || w.syncFenced() || !w.canPost() {
 		f.fov.syncDue, f.fov.replyDue = f.fov.syncDue || !reply, f.fov.replyDue || reply
 		w.toBacklog(ep)
 		return
@@ -278,6 +283,7 @@ func (w *Worker) onSync(arg any, data []byte, _ uct.AMFlags) {
 	if !ep.queue.empty() || !ep.stalled.empty() {
 		w.toBacklog(ep)
 	}
+	w.unfence(ep)
 }
 
 // laneOn returns the lane of ep whose iface is arg (-1: none).

@@ -54,8 +54,9 @@ type epSeq struct {
 
 	scratch [64]byte
 
-	fov foState // failover in progress (replay.go)
-	atm atomics // atomic operations as active messages (atomic_am.go)
+	fov    foState      // failover in progress (replay.go)
+	fenced []fencedXfer // writes that move once fov's sync is answered (fence.go)
+	atm    atomics      // atomic operations as active messages (atomic_am.go)
 }
 
 func newEpSeq() *epSeq {

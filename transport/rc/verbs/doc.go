@@ -84,6 +84,12 @@
 // caller with its own event loop uses Device.Fd (readable when packets
 // wait) and Device.NextTimeout, or Device.Wait.
 //
+// Under the race detector, PostSend releases and every remote write
+// acquires one sync object standing for the network (race_unsafe.go): a
+// write placed by any device's engine goroutine is ordered after what the
+// program did before its posts, as the standard library orders reads
+// after writes on its files and sockets.
+//
 // # Errors
 //
 // Work completions carry ibv_wc_status values (WCStatus). A QP that hits

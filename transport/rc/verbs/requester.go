@@ -132,6 +132,7 @@ func (r *requester) flush(qp *QP) {
 // ERR, requests complete at once with WRFlushErr. Packets for the new
 // work are sent before PostSend returns.
 func (qp *QP) PostSend(wrs ...SendWR) (int, error) {
+	racePosted()
 	d := qp.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
