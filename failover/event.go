@@ -16,9 +16,13 @@ const (
 	// Exhausted: a lane failed and no lane was left to move to; the
 	// endpoint fails with Cause.
 	Exhausted
+	// Restored: a failed lane is up again (rebuilt after its link came
+	// back); Cause says which side's device came back
+	// (uct.ErrLocalNICReinit, uct.ErrRemoteNICReinit).
+	Restored
 )
 
-var kindNames = [...]string{FailedOver: "failed over", FailedBack: "failed back", Exhausted: "no lane left"}
+var kindNames = [...]string{FailedOver: "failed over", FailedBack: "failed back", Exhausted: "no lane left", Restored: "lane restored"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -47,6 +51,8 @@ func (e Event) String() string {
 	switch e.Kind {
 	case Exhausted:
 		return fmt.Sprintf("%s: %s failed (%v) after %v; no lane left", e.Endpoint, e.From, e.Cause, e.Detect)
+	case Restored:
+		return fmt.Sprintf("%s: %s restored (%v)", e.Endpoint, e.From, e.Cause)
 	case FailedBack:
 		return fmt.Sprintf("%s: failed back from %s to %s in %v, %d replayed", e.Endpoint, e.From, e.To, e.Switch, e.Replayed)
 	}

@@ -98,6 +98,18 @@ func (w *RecvWindow[T]) Accept(seq uint64, v T, deliver func(seq uint64, v T)) (
 	return Held, nil
 }
 
+// InOrder is Accept's fast path for a message that is next in order
+// while nothing is held: it records seq as delivered and reports true;
+// the caller delivers the message itself. Otherwise it changes nothing
+// and reports false: the caller passes the message to Accept.
+func (w *RecvWindow[T]) InOrder(seq uint64) bool {
+	if seq != w.delivered+1 || w.nheld != 0 || seq == 0 {
+		return false
+	}
+	w.delivered = seq
+	return true
+}
+
 // drain delivers held messages that now follow in order.
 func (w *RecvWindow[T]) drain(deliver func(seq uint64, v T)) {
 	var zero T

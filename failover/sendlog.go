@@ -22,8 +22,9 @@ var (
 // and belong to the endpoint, whatever lane carries a message. T is what
 // the sender needs to send a message again (ucp keeps its request).
 //
-// The log is a ring that grows by doubling up to its limit; appending
-// and acknowledging allocate nothing once it has grown.
+// The log is a ring of a power-of-two size (indexed by a mask, not a
+// division) that grows by doubling up to its limit; appending and
+// acknowledging allocate nothing once it has grown.
 type SendLog[T any] struct {
 	buf   []T
 	head  int    // index of the oldest unacknowledged message
@@ -59,16 +60,19 @@ func (l *SendLog[T]) Append(v T) (uint64, error) {
 		l.grow()
 	}
 	seq := l.first + uint64(l.n)
-	l.buf[(l.head+l.n)%len(l.buf)] = v
+	l.buf[(l.head+l.n)&(len(l.buf)-1)] = v
 	l.n++
 	return seq, nil
 }
 
 func (l *SendLog[T]) grow() {
-	size := min(l.limit, max(16, 2*len(l.buf)))
+	size := 16
+	for size < 2*len(l.buf) || size < l.n+1 {
+		size *= 2
+	}
 	nb := make([]T, size)
 	for i := 0; i < l.n; i++ {
-		nb[i] = l.buf[(l.head+i)%len(l.buf)]
+		nb[i] = l.buf[(l.head+i)&(len(l.buf)-1)]
 	}
 	l.buf, l.head = nb, 0
 }
@@ -88,7 +92,7 @@ func (l *SendLog[T]) Ack(cum uint64, release func(seq uint64, v T)) error {
 			release(l.first, l.buf[l.head])
 		}
 		l.buf[l.head] = zero // let the collector have it
-		l.head = (l.head + 1) % len(l.buf)
+		l.head = (l.head + 1) & (len(l.buf) - 1)
 		l.n--
 		l.first++
 	}
@@ -105,7 +109,7 @@ func (l *SendLog[T]) Replay(delivered uint64, release, resend func(seq uint64, v
 		return 0, err
 	}
 	for i := 0; i < l.n; i++ {
-		resend(l.first+uint64(i), l.buf[(l.head+i)%len(l.buf)])
+		resend(l.first+uint64(i), l.buf[(l.head+i)&(len(l.buf)-1)])
 	}
 	return l.n, nil
 }
@@ -115,5 +119,5 @@ func (l *SendLog[T]) Get(seq uint64) (v T, ok bool) {
 	if seq < l.first || seq >= l.Next() {
 		return v, false
 	}
-	return l.buf[(l.head+int(seq-l.first))%len(l.buf)], true
+	return l.buf[(l.head+int(seq-l.first))&(len(l.buf)-1)], true
 }

@@ -33,19 +33,18 @@ func (ep *Endpoint) MaxAM() int {
 	if ep.amLane < 0 || ep.lanes == nil {
 		return 0
 	}
-	return ep.lanes[ep.amLane].attr.AMMaxBcopy - userHdr
+	return ep.amMaxBcopy() - userHdr
 }
 
 func (ep *Endpoint) sendAM(r *Request) error {
-	ln := &ep.lanes[ep.amLane]
-	if userHdr+len(r.amHdr)+len(r.buf) > ln.attr.AMMaxBcopy || len(r.amHdr) > 0xffff {
+	if userHdr+len(r.amHdr)+len(r.buf) > ep.amMaxBcopy() || len(r.amHdr) > 0xffff {
 		return ep.sendAMLarge(r)
 	}
 	h := append(r.hdr[:0], make([]byte, userHdr)...)
 	putUserHdr(h, ep.rid, r.amID, len(r.amHdr))
 	h = append(h, r.amHdr...)
 	r.hdr = h
-	if _, err := ln.ep.AMBcopy(amUser, h, r.buf); err != nil {
+	if err := ep.amSend(amUser, h, r.buf); err != nil {
 		return err
 	}
 	ep.w.complete(r, nil)
@@ -72,7 +71,7 @@ func (ep *Endpoint) amRndvMin() int {
 // (lock held). A message whose fragments started stays in fragments
 // across back-pressure retries (r.tag is its message id).
 func (ep *Endpoint) sendAMLarge(r *Request) error {
-	max := ep.lanes[ep.amLane].attr.AMMaxBcopy
+	max := ep.amMaxBcopy()
 	if len(r.amHdr) > 0xffff || len(r.amHdr) >= max-userFragHdr {
 		return fmt.Errorf("active message header of %d bytes > %d: %w", len(r.amHdr), max-userFragHdr-1, uct.ErrInvalidParam)
 	}
@@ -92,7 +91,6 @@ const maxRKeyBundle = 256
 // AM lane is ordered and r stays at the head of the endpoint's queue on
 // back-pressure, so the fragments of one message arrive in order.
 func (ep *Endpoint) sendAMFrags(r *Request) error {
-	ln := &ep.lanes[ep.amLane]
 	if r.tag == 0 {
 		ep.w.amSeq++
 		r.tag = ep.w.amSeq
@@ -100,14 +98,14 @@ func (ep *Endpoint) sendAMFrags(r *Request) error {
 	for {
 		off := r.amOff
 		f := userFrag{dst: ep.rid, id: r.amID, mid: r.tag, total: uint64(len(r.buf)), off: uint64(off)}
-		room := ln.attr.AMMaxBcopy - userFragHdr
+		room := ep.amMaxBcopy() - userFragHdr
 		if off == 0 {
 			f.hdr = r.amHdr
 			room -= len(r.amHdr)
 		}
 		r.hdr = f.encode(r.hdr[:0])
 		end := min(off+room, len(r.buf))
-		if _, err := ln.ep.AMBcopy(amUserFrag, r.hdr, r.buf[off:end]); err != nil {
+		if err := ep.amSend(amUserFrag, r.hdr, r.buf[off:end]); err != nil {
 			return err
 		}
 		r.amOff = end

@@ -97,7 +97,7 @@ type remoteMem struct {
 	key  *RKey
 }
 
-func recvKeys(t *testing.T, nd *node, r int) []remoteMem {
+func recvKeys(t testing.TB, nd *node, r int) []remoteMem {
 	buf := make([]byte, 4096)
 	req := nd.w.TagRecv(buf, mkTag(r, tagKeys), exact, nil)
 	nd.must(nd.wait(req))

@@ -9,6 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ucgo/ucgo/failover"
+
 	"github.com/ucgo/ucgo/transport/shm"
 	"github.com/ucgo/ucgo/uct"
 )
@@ -127,8 +129,25 @@ var benchModes = []struct {
 	mode ErrorMode
 }{{"none", ErrorModeNone}, {"peer", ErrorModePeer}}
 
+// benchWorld starts the child of a benchmark. UCGO_FAILOVER, which the
+// child reads, chooses the failover mode of this side too, so that paired
+// runs compare failover on and off.
 func benchWorld(b *testing.B, role string, mode ErrorMode) *node {
-	return world(b, 2, role, Config{ErrorMode: mode}, EnvErrMode+"="+mode.String())
+	return world(b, 2, role, Config{ErrorMode: mode, Failover: benchFailover(b)}, EnvErrMode+"="+mode.String())
+}
+
+// benchFailover is the failover policy UCGO_FAILOVER names (off if
+// unset).
+func benchFailover(b *testing.B) failover.Policy {
+	var p failover.Policy
+	if v := os.Getenv(EnvFailover); v != "" {
+		m, err := failover.ParseMode(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Mode = m
+	}
+	return p
 }
 
 func benchQuit(nd *node) {
@@ -232,7 +251,7 @@ func benchTagBandwidth(b *testing.B, nd *node, size, window int) {
 // CPU time (getrusage) per round trip (two messages, four requests).
 func BenchmarkTagCPU(b *testing.B) {
 	for _, m := range benchModes {
-		b.Run(m.name, func(b *testing.B) { benchTagCPU(b, Config{ErrorMode: m.mode}, 8) })
+		b.Run(m.name, func(b *testing.B) { benchTagCPU(b, Config{ErrorMode: m.mode, Failover: benchFailover(b)}, 8) })
 	}
 }
 

@@ -44,9 +44,18 @@ func (w *Worker) complete(r *Request, err error) {
 		w.regs.put(r.reg)
 		r.reg = nil
 	}
+	if r.xregs != nil {
+		for _, e := range r.xregs {
+			w.regs.put(e)
+		}
+		r.xregs = nil
+	}
 	if r.ukey != nil {
 		r.ukey.c.put(r.ukey)
 		r.ukey = nil
+	}
+	if r.stripe != nil {
+		w.stripeDone(r)
 	}
 	if r.slot != 0 {
 		w.slotFree(r.slot)
@@ -83,8 +92,8 @@ func (r *Request) onComp(c *uct.Completion) {
 	defer w.unlockCB()
 	err := c.Status
 	c.Status = nil
-	if r.isDone() {
-		return
+	if r.isDone() || r.xc != nil && c != r.xc {
+		return // r is done, or c is of a transfer attempt r gave up (replay.go)
 	}
 	w.finishChunks(r, err)
 }

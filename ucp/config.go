@@ -115,6 +115,19 @@ type Config struct {
 	// picks failover.DefaultPolicy with that Mode.
 	Failover failover.Policy
 
+	// NetDevices names the netdevs rc runs on (like UCX_NET_DEVICES):
+	// one rc component per netdev, so every worker has one rc iface per
+	// netdev and an endpoint one rc lane per reachable pair of devices.
+	// {"all"} picks every netdev that is up, not loopback and has IPv4.
+	// It applies to the transports NewContext chooses (Transports nil, or
+	// set by UCGO_TLS); nil keeps rc on one netdev.
+	NetDevices []string
+	// MaxRndvRails bounds the rails (rc lanes of equal capability, one
+	// per NIC pair) over which rendezvous data and large Put and Get
+	// transfers are striped, like UCX_MAX_RNDV_RAILS; 0 picks 2, 1 turns
+	// striping off.
+	MaxRndvRails int
+
 	// RcacheMax bounds the bytes of unused rendezvous registrations a
 	// worker keeps cached (each keeps its buffer alive); 0 picks 64 MiB.
 	// An endpoint's entries are released when it is closed or purged.
@@ -253,7 +266,7 @@ func readEnv(cfg *Config, getenv func(string) string) error {
 		p *int
 	}{{EnvShortThresh, &cfg.ShortThresh}, {EnvZcopyThresh, &cfg.ZcopyThresh}, {EnvRndvThresh, &cfg.RndvThresh},
 		{EnvAMReassemblyMax, &cfg.AMReassemblyMax}, {EnvAMReassemblyPeerMax, &cfg.AMReassemblyPeerMax},
-		{EnvRcacheMax, &cfg.RcacheMax}} {
+		{EnvRcacheMax, &cfg.RcacheMax}, {EnvMaxRndvRails, &cfg.MaxRndvRails}} {
 		if v := getenv(kv.k); v != "" {
 			n, err := parseSize(v)
 			if err != nil {
@@ -324,6 +337,13 @@ func readEnv(cfg *Config, getenv func(string) string) error {
 			cfg.Failover = failover.DefaultPolicy()
 			cfg.Failover.Mode = m
 		}
+	}
+	if v := getenv(EnvNetDevices); v != "" {
+		devs, err := parseNetDevices(v)
+		if err != nil {
+			return bad(EnvNetDevices, v, err)
+		}
+		cfg.NetDevices = devs
 	}
 	if v := getenv(EnvThreadSafe); v != "" {
 		b, err := strconv.ParseBool(v)

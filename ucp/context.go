@@ -33,8 +33,16 @@ func NewContext(cfg Config) (*Context, error) {
 }
 
 func newContext(cfg Config, getenv func(string) string) (*Context, error) {
+	chosen := cfg.Transports != nil
 	if err := applyEnv(&cfg, envOrOS(getenv)); err != nil {
 		return nil, err
+	}
+	if !chosen && len(cfg.NetDevices) > 0 {
+		ts, err := withNetDevices(cfg.Transports, cfg.NetDevices)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Transports = ts
 	}
 	if cfg.Transports == nil {
 		cfg.Transports = DefaultTransports()

@@ -15,19 +15,40 @@
 //
 // DefaultTransports are shm and, when a netdev other than loopback is up
 // with an IPv4 address, rc (RoCEv2 from user space on that netdev);
-// Config.Transports or UCGO_TLS choose others. Connect unpacks the peer's
-// worker address (UnpackAddress), connects lanes by capability (shm when
-// both workers run on the same host and boot, else rc, or whatever the
-// two workers' transports have in common) and sends a wireup request
-// carrying our address and our endpoint id; the peer answers with its id, creating an endpoint back to
-// us if it has none. Operations started before the answer are queued.
+// Config.Transports or UCGO_TLS choose others, and Config.NetDevices
+// (UCGO_NET_DEVICES) puts rc on several netdevs, one iface each. Connect
+// unpacks the peer's worker address (UnpackAddress) and connects lanes by
+// capability: shm when both workers run on the same host and boot, else
+// one network lane per reachable pair of devices (for rc: the peer's
+// address lies in an IPv4 subnet of our iface's netdev; pairs that cannot
+// reach each other are not tried, and when none is known to be reachable
+// the first pair that connects is the one lane), or whatever the two
+// workers' transports have in common. With Config.Failover in
+// AnyTransport mode, two workers on one host also connect rc lanes that
+// stand by beside shm and carry traffic only when no shm lane is healthy.
+// With failover on, the worker watches each iface's device (link up and
+// down, RDMA disabled): a device going down fails every lane on it with
+// uct.ErrLocalNICFailed, after telling the peer over a lane on another
+// device (its lanes to that device fail with uct.ErrRemoteNICFailed); a
+// device coming back rebuilds those lanes (new transport endpoints, bound
+// again), reported as failover.Restored events with
+// uct.ErrLocalNICReinit, and at the peer uct.ErrRemoteNICReinit.
+// LanesTo lists the lanes Connect would open. The AM lane is the one of
+// lowest latency, the RMA lane the one of highest bandwidth. Connect then
+// sends a wireup request carrying our address, our endpoint id and a
+// random lane-bind token; the peer answers with its id and its token,
+// creating an endpoint back to us if it has none. Operations started before the answer are queued.
 // Every later message carries the receiver's endpoint id, so the receiver
 // finds the sender with one slice index. The id is not trusted alone: an
 // endpoint is bound to the connection its peer's wireup arrived on (the
 // transport's AM source: the receiving rc QP, the sending shm iface), and
 // a message naming it from any other connection, a close included, is
 // dropped, counted in WorkerStats.LaneMismatch and reported to the drop
-// handler (SetDropHandler).
+// handler (SetDropHandler). An endpoint with several lanes binds each:
+// once the peer's id is known, a lane-bind carrying our token goes over
+// every lane, and the receiver binds that lane's source only if the token
+// is the one its peer's wireup carried (a wrong token is a lane mismatch);
+// messages are accepted from any bound lane.
 //
 // # Operations
 //
@@ -64,7 +85,12 @@
 // chunks of the RMA lane's zcopy limit; a chunk the lane refuses for lack
 // of resources does not fail its request: the rest of the transfer waits
 // (as in UCX's pending queue) and resumes in order when the lane has room,
-// ahead of operations started later on the endpoint. All tag messages of one endpoint travel on
+// ahead of operations started later on the endpoint. An endpoint with
+// two or more rc lanes of equal capability (rails: one per NIC pair)
+// stripes rendezvous data and Put and Get transfers from 64 KiB over up
+// to Config.MaxRndvRails of them (UCX_MAX_RNDV_RAILS): chunks of at most
+// an equal share per rail go round robin, and the rendezvous key bundle
+// carries the key of each rail's memory domain. All tag messages of one endpoint travel on
 // one ordered lane and are matched on arrival, so messages with matching
 // tags are never overtaken, eager and rendezvous mixed. A message longer
 // than the receive buffer completes the receive with a *TruncatedError
@@ -157,6 +183,68 @@
 // messages and their fragments reach no handler. Worker.Stats counts them
 // (WorkerStats.FailedDrops).
 //
+// # Failover
+//
+// With Config.Failover's Mode off (the default; UCGO_FAILOVER=off) a lane
+// error fails its endpoint as described under Errors. With it on (same:
+// to another lane of the failed lane's transport; any: to any lane), or
+// when the peer has it on, every ucp message of an endpoint but wireup,
+// lane-bind and keepalive travels in a sequenced channel: numbered per
+// endpoint whatever lane carries it, kept in the sender's replay log
+// until the peer acknowledges it, and delivered by the receiver once and
+// in order (duplicates are dropped and counted in
+// WorkerStats.Duplicates), so tag matching order never changes. The log
+// keeps a copy of each message: eager payloads are copied (there is no
+// eager zero-copy), and the protocol limits are those of the smallest AM
+// fragment among the endpoint's lanes, so a logged message fits any
+// lane. Acknowledgements ride on traffic; a lone one goes when a quarter
+// of the window (1024 messages) is owed, when a flush or a full log asks
+// for one, and at every keepalive round. A sender with 1024 messages
+// unacknowledged waits, as for back-pressure. A flush completes only when
+// the messages sent before it are acknowledged (the peer must progress).
+// Atomics travel as active messages that the target's worker applies to
+// its own memory (MemMap, MemAlloc; a key or range outside it fails with
+// uct.ErrRemoteProtection), once: the channel never delivers a request
+// twice, and the target remembers recent op ids with their results
+// (failover.AtomicLog). An atomic unanswered when its endpoint fails
+// completes with an error matching failover.ErrOutcomeUnknown; it is not
+// retried.
+//
+// Every place that learns that one lane broke (a failed post or wireup, a
+// completion with an error, a liveness check, an iface error naming the
+// lane's uct endpoint) reports it to the worker. Posts refused because
+// the lane's link is down (uct.ErrRouteLost) while another lane is up are
+// such a fault, and a lane whose work requests exceed their retries while
+// another lane is up has lost its route (uct.ErrRouteLost), not its
+// peer. When the policy accepts the status (failover.Policy.ShouldFailOver:
+// never uct.ErrPeerFailed, a dead peer) and allows another lane that is
+// up, the lane is marked failed and closed, the AM and RMA lanes are
+// chosen again and a sync over the new AM lane tells the peer what this
+// side delivered; the peer replays from its log what that does not cover,
+// moves its AM lane to the lane the sync came on and answers with what it
+// delivered; this side replays its own rest. Sequenced sends wait until
+// then. The sync also names the lane left and its status: the peer fails
+// and closes its end of that lane at once (so that nothing still queued
+// on it lands after the replay) and reports the move as well, the
+// sender's local NIC being its remote one (uct.ErrRemoteNICFailed).
+// Rendezvous data, Put and Get moving on the failed lane start again on
+// the new RMA lane from the requests' own buffers (writing or reading the
+// same bytes again is harmless). The failed lane is fenced first, as
+// SMC-R fences a failed link: a side sends its sync, or its answer, only
+// once its end of the lane is closed (its QP in the error state applies
+// no packet), and the side that sent the sync posts the moved writes
+// (Put, rendezvous PUT) only once the answer came, so a write sent on the
+// failed lane never lands after its copy on the new lane, nor after the
+// operation completed and the peer heard of it. The key bundle that a
+// sequenced endpoint's rendezvous announces holds the buffer's key for
+// every lane's memory domain. SetFailoverHandler hears each move from
+// Progress as a failover.Event: the failed and the new lane, the cause,
+// Detect (how long the failed lane had been silent when its fault was
+// seen) and Switch (from the fault seen to the sync sent);
+// WorkerStats.FailedOver and Replayed (messages and transfers sent again)
+// count them. With no lane left to move to, the endpoint fails with the
+// cause and the handler hears failover.Exhausted.
+//
 // # Environment
 //
 // NewContext reads these variables:
@@ -175,6 +263,8 @@
 //	UCGO_AM_REASSEMBLY_PEER_MAX=256m  Config.AMReassemblyPeerMax
 //	UCGO_RCACHE_MAX=64m           Config.RcacheMax
 //	UCGO_FAILOVER=off|same|any    Config.Failover's Mode
+//	UCGO_NET_DEVICES=eth0,eth1    Config.NetDevices: rc on these netdevs ("all": every usable one)
+//	UCGO_MAX_RNDV_RAILS=2         Config.MaxRndvRails: rails a transfer is striped over (1: none)
 //
 // # Configuration precedence
 //
@@ -224,18 +314,23 @@
 // (registration, remote keys) are shared by the context's workers and
 // are not under the lock. A single-goroutine worker takes no lock at
 // all. No goroutine runs on the data path; the only
-// background goroutine is the keepalive timer of a Peer-mode worker. The
+// background goroutine is the timer of a Peer-mode worker or one with
+// failover on: it marks keepalive rounds and, with failover, probe rounds
+// due (every Policy.ProbeInterval each lane of an endpoint with several
+// is probed over itself; one that misses Policy.ProbeMisses probes while
+// another answers fails with uct.ErrRouteLost) and wakes Progress. The
 // Context owns the memory domains, a Worker its ifaces, endpoints,
 // requests and unexpected messages; Close of each is idempotent.
 // Endpoints keep their lanes as a lane set (one uct endpoint and its iface
-// attributes per lane); queued work is bound to no lane. Package failover
-// holds the policy and pure logic for moving an endpoint's traffic to
-// another lane when one fails (lane health, sequence numbers, replay);
-// ucp does not use it yet. Progress polls on
-// every call the ifaces that carry a lane, have delivered an event or
-// are cheap to poll (shm); the others (an rc iface of a worker that only
-// talks over shm, whose poll is a system call) every 16384 calls and
-// after every Wait.
+// attributes per lane); queued work is bound to no lane; moving an
+// endpoint's traffic off a failed lane is described under Failover.
+// Progress polls on
+// every call the ifaces that carry an AM or RMA lane, have delivered a
+// message of a conversation or are cheap to poll (shm); the others (an
+// rc iface of a worker that only talks over shm, or that carries only
+// lanes standing by: lane-binds, probes, keepalives and lone
+// acknowledgements leave it idle) every 16384 calls, after every Wait
+// and four times a probe interval.
 //
 // # Lock order
 //

@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ucgo/ucgo/failover"
+	"github.com/ucgo/ucgo/internal/tsc"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -43,6 +45,15 @@ type lane struct {
 	kaComp uct.Completion
 	kaBusy bool
 	keys   *keyCache // unpacked rendezvous keys of the peer
+
+	// failover (failover.go): the lane's health, nil with failover off,
+	// and when it last showed a sign of life
+	health *failover.Health
+	heard  tsc.Ticks
+
+	laneInfo // the lane set's (laneset.go)
+
+	prb laneProbe // per-lane probes (probe.go)
 }
 
 // Endpoint is a connection to one peer worker over a set of lanes. Its
@@ -82,8 +93,12 @@ type Endpoint struct {
 
 	asmBytes int     // reassembly memory held for this peer (reassembly.go)
 	rx       laneSrc // where the peer's messages arrive (lanebind.go)
+	epBinds          // the sources of the peer's other lanes (lanebind_token.go)
+	epRails          // striping (stripe.go)
 
 	scratch [128]byte
+
+	fo *epSeq // the sequenced channel (seq.go); nil with failover off
 }
 
 // Name returns a printable name of the peer.
@@ -111,16 +126,17 @@ func (ep *Endpoint) pickLanes() bool {
 		if ln.failed != nil {
 			continue
 		}
-		if ln.attr.Cap.Has(uct.CapAMBcopy) && (ep.amLane < 0 || ln.attr.Latency < ep.lanes[ep.amLane].attr.Latency) {
+		if isAMLane(ln) && ep.pickStandby(i, isAMLane) && (ep.amLane < 0 || ln.attr.Latency < ep.lanes[ep.amLane].attr.Latency) {
 			ep.amLane = i
 		}
-		if ln.attr.Cap.Has(uct.CapGetZcopy|uct.CapPutZcopy) && (ep.rmaLane < 0 || ln.attr.Bandwidth > ep.lanes[ep.rmaLane].attr.Bandwidth) {
+		if isRMALane(ln) && ep.pickStandby(i, isRMALane) && (ep.rmaLane < 0 || ln.attr.Bandwidth > ep.lanes[ep.rmaLane].attr.Bandwidth) {
 			ep.rmaLane = i
 		}
 	}
 	if ep.amLane < 0 {
 		return false
 	}
+	ep.lanesPicked()
 	cfg := &ep.w.cfg
 	at := &ep.lanes[ep.amLane].attr
 	ep.shortMax = -1
@@ -142,6 +158,9 @@ func (ep *Endpoint) pickLanes() bool {
 	if ep.rmaLane < 0 {
 		ep.rndvMin = 1 << 62 // no rendezvous: large messages fail
 	}
+	if ep.fo != nil {
+		ep.seqLimits()
+	}
 	return true
 }
 
@@ -153,7 +172,7 @@ func (ep *Endpoint) sendWireup() {
 		ep.w.toBacklog(ep)
 		return
 	}
-	m := wireup{kind: wireupReq, src: ep.id, addr: ep.w.addr}
+	m := wireup{kind: wireupReq, src: ep.id, token: ep.laneToken(), addr: ep.w.addr}
 	if ep.ridKnown {
 		m.kind, m.dst = wireupRep, ep.rid
 	}
@@ -164,7 +183,7 @@ func (ep *Endpoint) sendWireup() {
 	case retryLater(err):
 		ep.w.toBacklog(ep)
 	default:
-		ep.w.failEP(ep, err)
+		ep.w.laneFault(ep, ep.amLane, err)
 	}
 }
 
@@ -201,10 +220,17 @@ func (w *Worker) onWireup(arg any, data []byte, _ uct.AMFlags) {
 		}
 		return
 	}
+	if ep.ridKnown && ep.rid != m.src && ep.fo != nil {
+		w.seqReset(ep) // the peer's endpoint is a new one
+	}
 	ep.rid, ep.ridKnown = m.src, true
+	w.peerTokenSeen(ep, m.token)
 	if m.kind == wireupReq {
 		ep.wireupDue = true
 		ep.sendWireup()
+		ep.rebindLanes()
+	} else {
+		ep.sendLaneBinds()
 	}
 	if !ep.queue.empty() {
 		w.toBacklog(ep)

@@ -3,6 +3,7 @@ package ucp
 import (
 	"fmt"
 
+	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/ucp/internal/match"
 	"github.com/ucgo/ucgo/uct"
 )
@@ -51,6 +52,9 @@ func (w *Worker) newEP(a Address, p EPParams, named bool) (*Endpoint, error) {
 	if errs := w.connectLanes(ep, a, p); len(ep.lanes) == 0 {
 		return nil, opErr("connect", name, errNoLane(errs))
 	}
+	if w.cfg.Failover.Mode != failover.Off {
+		ep.seqStart()
+	}
 	for i := range ep.lanes {
 		i := i
 		ep.lanes[i].kaComp.Func = func(c *uct.Completion) {
@@ -60,7 +64,7 @@ func (w *Worker) newEP(a Address, p EPParams, named bool) (*Endpoint, error) {
 			err := c.Status
 			c.Status = nil
 			if err != nil && uct.StatusOf(err).IsEndpointFatal() {
-				w.failEP(ep, err)
+				w.laneFault(ep, i, err)
 			}
 		}
 	}
@@ -100,6 +104,7 @@ func (w *Worker) failEP(ep *Endpoint, err error) {
 		return
 	}
 	ep.err = err
+	w.atomicsLost(ep, err)
 	w.completeEP(ep, uct.ErrCanceled, err)
 	w.closeLanes(ep)
 	if w.cfg.ErrorMode != ErrorModePeer {
@@ -135,7 +140,7 @@ func (w *Worker) closeEP(ep *Endpoint, force bool, status uct.Status) {
 	if !force && ep.err == nil && ep.ridKnown && w.canPost() {
 		// best effort: tell the peer we are gone
 		le.PutUint32(ep.scratch[:], ep.rid)
-		ep.lanes[ep.amLane].ep.AMBcopy(amClose, ep.scratch[:4], nil)
+		ep.amSend(amClose, ep.scratch[:4], nil)
 	}
 	ep.closed = true
 	w.completeEP(ep, status, status)
@@ -193,6 +198,7 @@ func (ep *Endpoint) Close(mode CloseMode) *Request {
 		return r
 	}
 	r.closing = true
+	r.value = ep.seqMark()
 	w.flushers = append(w.flushers, r)
 	return r
 }

@@ -31,6 +31,7 @@ func (ep *Endpoint) Flush(p *Params) *Request {
 		w.complete(r, opErr("flush", ep.name, uct.ErrClosed))
 		return r
 	}
+	r.value = ep.seqMark()
 	w.flushers = append(w.flushers, r)
 	return r
 }
@@ -52,7 +53,7 @@ func (w *Worker) checkFlushers() {
 		if ep == nil {
 			ok := true
 			for _, e := range w.live {
-				if !e.idle() {
+				if !e.idle() || !w.seqAcked(e, ^uint64(0)) {
 					ok = false
 					break
 				}
@@ -64,15 +65,17 @@ func (w *Worker) checkFlushers() {
 			}
 			continue
 		}
-		if !ep.idle() {
+		if !ep.idle() || !w.seqAcked(ep, r.value) {
 			w.flushers = append(w.flushers, r)
 			continue
 		}
 		if r.flushN == 0 && ep.err == nil && !ep.closed {
-			// transport-level flush of every lane
+			// transport-level flush of every lane that carries: a failed
+			// lane connected again for its probes carries none of the
+			// endpoint's operations (they were replayed elsewhere)
 			r.comp.Count = 1
 			for i := range ep.lanes {
-				if ln := &ep.lanes[i]; ln.ep != nil {
+				if ln := &ep.lanes[i]; ln.ep != nil && ln.failed == nil {
 					r.comp.Count++
 					if err := ln.ep.Flush(false, &r.comp); err != uct.ErrInProgress {
 						r.comp.Count--

@@ -63,18 +63,50 @@ func (w *Worker) onKeepalive(_ any, data []byte, _ uct.AMFlags) {
 	}
 }
 
-func (w *Worker) keepaliveTimer(d time.Duration) {
+// probeTicks is how many times a probe round the timer has idle ifaces
+// polled.
+const probeTicks = 4
+
+// keepaliveTimer is the worker's one background goroutine: every ka it
+// marks a keepalive round due, every probe a probe round (failover), and
+// wakes Progress; a zero period is off.
+func (w *Worker) keepaliveTimer(ka, probe time.Duration) {
 	defer close(w.kaDone)
-	t := time.NewTicker(d)
-	defer t.Stop()
+	var kaC, prC <-chan time.Time
+	ticks := probeTicks
+	if ka > 0 {
+		t := time.NewTicker(ka)
+		defer t.Stop()
+		kaC = t.C
+	}
+	if probe > 0 {
+		// four ticks a round: probes and their answers crossing an idle
+		// iface (an rc lane standing by) are seen at the next Progress
+		// after a tick, well within the round (lanes.go)
+		d := probe / probeTicks
+		if d < time.Millisecond {
+			d, ticks = probe, 1
+		}
+		t := time.NewTicker(d)
+		defer t.Stop()
+		prC = t.C
+	}
+	tick := 0
 	for {
 		select {
 		case <-w.kaStop:
 			return
-		case <-t.C:
-			w.kaDue.Store(true)
-			w.Wake()
+		case <-kaC:
+			w.kaRound.Store(true)
+		case <-prC:
+			w.pollIdle.Store(true)
+			if tick++; tick%ticks != 0 {
+				continue
+			}
+			w.probeDue.Store(true)
 		}
+		w.kaDue.Store(true)
+		w.Wake()
 	}
 }
 
@@ -84,6 +116,9 @@ func (w *Worker) keepalive() {
 	for _, ep := range w.live {
 		if ep.err != nil || w.heartbeat(ep) {
 			continue
+		}
+		if ep.fo != nil && ep.fo.win.Owed() > 0 {
+			w.seqAck(ep, false)
 		}
 		for i := range ep.lanes {
 			ln := &ep.lanes[i]
@@ -98,8 +133,10 @@ func (w *Worker) keepalive() {
 			}
 			ln.kaBusy = false
 			if err != nil && uct.StatusOf(err).IsEndpointFatal() {
-				w.failEP(ep, err)
-				break
+				w.laneFault(ep, i, err)
+				if ep.err != nil {
+					break
+				}
 			}
 		}
 	}

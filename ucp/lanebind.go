@@ -39,8 +39,11 @@ func (w *Worker) setHandlers(wi *wiface) {
 	}{
 		{amWireup, w.onWireup}, {amEager, w.onEager}, {amRTS, w.onRTS}, {amATS, w.onATS},
 		{amRTR, w.onRTR}, {amATP, w.onATP}, {amUser, w.onUser}, {amKeepalive, w.onKeepalive},
-		{amClose, w.onClose}, {amUserFrag, w.onUserFrag}, {amUserRTS, w.onUserRTS},
+		{amClose, w.onClose}, {amUserFrag, w.onUserFrag}, {amUserRTS, w.onUserRTS}, {amLaneBind, w.onLaneBind},
+		{amProbe, w.onProbe}, {amProbeRep, w.onProbeRep},
+		{amLaneStatus, w.onLaneStatus},
 	}
+	hs = append(hs, w.seqHandlers()...)
 	si, ok := wi.it.(uct.AMSourceIface)
 	for _, e := range hs {
 		if !ok {
@@ -51,23 +54,31 @@ func (w *Worker) setHandlers(wi *wiface) {
 	}
 }
 
-// boundHandler wraps h: a wireup is handed its source (bindLane), any
-// other message goes to h only if it arrived where its endpoint is bound.
+// boundHandler wraps h: a wireup or lane-bind is handed its source
+// (bindLane, onLaneBind), any other message goes to h only if it arrived
+// where its endpoint is bound.
 // Handlers run one at a time (inside the transports' progress, under the
 // transport lock of a thread-safe worker), so w.rx and w.drops.pending
 // need no lock of their own.
 func (w *Worker) boundHandler(wi *wiface, id uint8, h uct.AMHandler) uct.AMSourceHandler {
-	if id == amWireup {
+	if id == amWireup || id == amLaneBind {
 		return func(arg any, data []byte, flags uct.AMFlags, src uct.AMSource) {
+			if id == amWireup && !wi.active.Load() {
+				wi.use() // a peer connects: it talks over this iface
+			}
 			w.rx = rxInfo{wi: wi, src: src, ok: true}
 			h(arg, data, flags)
 			w.rx = rxInfo{}
 			w.flushDrops()
 		}
 	}
-	return func(arg any, data []byte, flags uct.AMFlags, src uct.AMSource) {
-		if w.laneOK(wi, id, src, data) {
-			h(arg, data, flags)
+	data := !ctlMsg(id)
+	return func(arg any, d []byte, flags uct.AMFlags, src uct.AMSource) {
+		if w.laneOK(wi, id, src, d) {
+			if data && !wi.active.Load() {
+				wi.use() // traffic arrived on an idle iface (lanes.go)
+			}
+			h(arg, d, flags)
 		}
 		w.flushDrops()
 	}
@@ -86,7 +97,7 @@ func msgDst(id uint8, data []byte) (uint32, bool) {
 }
 
 // laneOK reports whether a message for the endpoint it names arrived on
-// that endpoint's bound source. Messages too short to name one, or naming
+// one of that endpoint's bound sources (its wireup's or a lane-bind's). Messages too short to name one, or naming
 // none, go to their handler, which drops and counts them.
 func (w *Worker) laneOK(wi *wiface, id uint8, src uct.AMSource, data []byte) bool {
 	dst, ok := msgDst(id, data)
@@ -95,7 +106,7 @@ func (w *Worker) laneOK(wi *wiface, id uint8, src uct.AMSource, data []byte) boo
 	}
 	w.lockCB()
 	ep := w.epByID(dst)
-	if ep == nil || ep.rx.bound && ep.rx.wi == wi && ep.rx.src == src {
+	if ep == nil || ep.boundFrom(wi, src) {
 		w.unlockCB()
 		return true
 	}

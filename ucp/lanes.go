@@ -8,36 +8,28 @@ import (
 	"github.com/ucgo/ucgo/uct"
 )
 
-// Lane choice. A peer's address lists one iface per transport. Lanes are
-// chosen by capability: shared-memory transports when both workers run on
-// the same host (and boot), network transports otherwise, or when no
-// shared-memory lane could be connected. Config.Transports (UCGO_TLS)
-// limits both sides' choice, so two workers on one host that only have rc
-// talk over rc.
+// Lane choice: see laneset.go.
 
-// connectLanes connects ep's lanes to the ifaces of a (lock held). It
-// returns the connection errors.
+// connectLanes connects ep's lanes to the ifaces of a (lock held), by the
+// rules of laneset.go. It returns the connection errors.
 func (w *Worker) connectLanes(ep *Endpoint, a Address, p EPParams) []error {
 	var errs []error
-	for _, local := range []bool{true, false} {
-		for _, ia := range a.Ifaces {
-			for _, wi := range w.ifaces {
-				if wi.md.comp.Name() != ia.Transport || wi.attr.Cap.Has(uct.CapSharedMemory) != local {
-					continue
-				}
-				if local && a.Host != w.ctx.host {
-					continue
-				}
-				uep, err := wi.it.Connect(ia.Addr, uct.EPParams{Timeout: p.Timeout})
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				ep.lanes = append(ep.lanes, lane{ep: uep, wi: wi, attr: wi.attr})
-				wi.use()
-			}
+	shmc, netc, first := w.laneCands(a)
+	for _, c := range shmc {
+		if err := w.connectLane(ep, c, p, false); err != nil {
+			errs = append(errs, err)
 		}
-		if len(ep.lanes) > 0 {
+	}
+	standby := len(ep.lanes) > 0
+	if standby && !w.standbyLanes() {
+		return errs
+	}
+	for _, c := range netc {
+		if err := w.connectLane(ep, c, p, standby); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if first {
 			break
 		}
 	}
@@ -46,14 +38,30 @@ func (w *Worker) connectLanes(ep *Endpoint, a Address, p EPParams) []error {
 
 // Iface activity. Progressing an iface costs at least a poll of its
 // receive queue (a system call for rc), so Progress only polls every call
-// the ifaces that carry a lane, have delivered an event, are cheap to poll
-// (shared memory) or are the worker's only one; the others are
-// polled every idlePollEvery calls (about a millisecond of a spinning
-// loop) and on the first call after a Wait, so that a connection request
-// arriving on them is still seen. A poll of an idle rc iface is a
-// recvmmsg that a message arriving meanwhile on the busy lane waits for,
-// so it must be rare.
+// the ifaces that carry an endpoint's AM or RMA lane, have delivered a
+// message of the conversation, are cheap to poll (shared memory) or are
+// the worker's only one; the others are polled every idlePollEvery calls
+// (about a millisecond of a spinning loop), on the first call after a
+// Wait and every quarter of a probe interval (keepaliveTimer), so that a
+// connection request arriving on them is still seen and a probe crossing
+// a lane standing by is answered, and its answer seen, within the round.
+// A poll of an idle rc iface is a recvmmsg that a message arriving
+// meanwhile on the busy lane waits for, so it must be rare. Control
+// traffic (lane-bind, probes and their answers, keepalive, lone
+// acknowledgements, lane status) leaves an iface idle: a lane standing by
+// carries it all the time. On an iface that does not tell handlers a
+// message's source (no bound handlers, setHandlers), any event marks it.
 const idlePollEvery = 1 << 14
+
+// ctlMsg says whether AM id is control traffic that leaves an idle iface
+// idle.
+func ctlMsg(id uint8) bool {
+	switch id {
+	case amKeepalive, amLaneBind, amProbe, amProbeRep, amSeqAck, amLaneStatus:
+		return true
+	}
+	return false
+}
 
 // use marks wi as carrying traffic: Progress polls it on every call and
 // Wait sleeps on it (any goroutine).
@@ -83,10 +91,11 @@ func (w *Worker) progressIfaces() int {
 	w.pollIdle.Store(false)
 	for _, wi := range w.ifaces {
 		if !wi.active.Load() {
-			if k := wi.it.Progress(); k > 0 {
+			k := wi.it.Progress()
+			if _, bound := wi.it.(uct.AMSourceIface); k > 0 && !bound {
 				wi.use()
-				n += k
 			}
+			n += k
 		}
 	}
 	return n

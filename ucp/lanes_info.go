@@ -10,13 +10,24 @@ type LaneChoice struct {
 	// Fallback lanes are network lanes that Connect opens only when no
 	// shared-memory lane to a peer on the same host could be connected.
 	Fallback bool
+	// Standby lanes are network lanes that Connect opens beside
+	// shared-memory ones with failover to any transport; they carry
+	// traffic only when no shared-memory lane is healthy.
+	Standby bool
+	// Alternative lanes are tried only if the ones before them failed to
+	// connect: none of the peer's network ifaces is known to be reachable
+	// (in a subnet of ours), so Connect opens the first pair that
+	// connects.
+	Alternative bool
 }
 
 // LanesTo returns the lanes Connect would open towards the worker at the
 // packed address addr, in Connect's order and by its rule (see
 // connectLanes), without connecting: shared-memory lanes when both
-// workers run on the same host, then network lanes (as fallbacks when
-// there are shared-memory ones), each for a transport both workers have.
+// workers run on the same host, then network lanes, one per reachable
+// pair of devices (as fallbacks when there are shared-memory ones, or
+// standing by beside them with failover to any transport), each for a
+// transport both workers have.
 func (w *Worker) LanesTo(addr []byte) ([]LaneChoice, error) {
 	a, err := UnpackAddress(addr)
 	if err != nil {
@@ -24,20 +35,15 @@ func (w *Worker) LanesTo(addr []byte) ([]LaneChoice, error) {
 	}
 	w.lock()
 	defer w.unlock()
+	shmc, netc, first := w.laneCands(a)
 	var out []LaneChoice
-	for _, local := range []bool{true, false} {
-		fallback := len(out) > 0
-		for _, ia := range a.Ifaces {
-			for _, wi := range w.ifaces {
-				if wi.md.comp.Name() != ia.Transport || wi.attr.Cap.Has(uct.CapSharedMemory) != local {
-					continue
-				}
-				if local && a.Host != w.ctx.host {
-					continue
-				}
-				out = append(out, LaneChoice{Transport: wi.attr.Transport, Device: wi.attr.Device, Attr: wi.attr, Fallback: fallback})
-			}
-		}
+	for _, c := range shmc {
+		out = append(out, LaneChoice{Transport: c.wi.attr.Transport, Device: c.wi.attr.Device, Attr: c.wi.attr})
+	}
+	after := len(out) > 0
+	for i, c := range netc {
+		out = append(out, LaneChoice{Transport: c.wi.attr.Transport, Device: c.wi.attr.Device, Attr: c.wi.attr,
+			Fallback: after && !w.standbyLanes(), Standby: after && w.standbyLanes(), Alternative: first && i > 0})
 	}
 	return out, nil
 }

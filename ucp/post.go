@@ -50,7 +50,7 @@ func (w *Worker) dispatch(r *Request) error {
 	case kAtomic, kAtomicFetch:
 		err = ep.doAtomic(r)
 	case kCtl:
-		_, err = ep.lanes[ep.amLane].ep.AMBcopy(r.ctlID, r.hdr, nil)
+		err = ep.ctlSend(r.ctlID, r.hdr)
 		if err == nil {
 			w.complete(r, nil)
 		}
@@ -66,7 +66,7 @@ func (w *Worker) dispatch(r *Request) error {
 	if err != nil {
 		w.complete(r, opErr(kindOp[r.kind], ep.name, err))
 		if uct.StatusOf(err).IsEndpointFatal() {
-			w.failEP(ep, err)
+			w.laneFault(ep, ep.opLane(r), err)
 		}
 	}
 	return nil
@@ -105,12 +105,18 @@ func (w *Worker) drainBacklog() int {
 		if ep.closed || ep.err != nil {
 			continue
 		}
+		if ep.fo != nil {
+			w.seqPending(ep)
+		}
 		if ep.wireupDue {
 			ep.sendWireup()
 		}
 		if !ep.ridKnown {
 			w.toBacklog(ep)
 			continue
+		}
+		if ep.bindsDue {
+			ep.sendLaneBinds()
 		}
 		if !ep.stalled.empty() {
 			k, ok := w.resumeStalled(ep)

@@ -35,16 +35,18 @@ const (
 )
 
 type regKey struct {
-	md  *mdEntry
-	p   *byte
-	n   int
-	acc uct.Access
+	md   *mdEntry
+	p    *byte
+	n    int
+	acc  uct.Access
+	more uint32 // the other memory domains (ifaces by index) it is registered with
 }
 
 type regEntry struct {
 	key    regKey
 	mem    uct.Mem
-	bundle []byte // packBundle of the memory's key
+	more   []uct.Mem // the registrations with the endpoint's other lanes' domains (stripe.go)
+	bundle []byte    // packBundle of the memory's keys
 	refs   int
 	cached bool
 	lru    entryLinks[regEntry]
@@ -115,8 +117,9 @@ func newRegCache(maxBytes int) *regCache {
 
 // get returns a registration of buf (non-empty) with access on md for
 // ep, taking a reference (lock held).
-func (c *regCache) get(ep *Endpoint, md *mdEntry, buf []byte, acc uct.Access) (*regEntry, error) {
-	k := regKey{md: md, p: &buf[0], n: len(buf), acc: acc}
+func (c *regCache) get(ep *Endpoint, wi *wiface, buf []byte, acc uct.Access) (*regEntry, error) {
+	md := wi.md
+	k := regKey{md: md, p: &buf[0], n: len(buf), acc: acc, more: ep.regMore}
 	if e := c.m[k]; e != nil {
 		c.lru.remove(e)
 		e.refs++
@@ -128,7 +131,13 @@ func (c *regCache) get(ep *Endpoint, md *mdEntry, buf []byte, acc uct.Access) (*
 		return nil, err
 	}
 	e := &regEntry{key: k, mem: mem, refs: 1, cached: true}
-	e.bundle = packBundle([]bundlePart{{md.comp.Name(), mem.PackRKey()}})
+	e.bundle = packBundle([]bundlePart{{mdPartName(md.comp.Name(), wi.ord), mem.PackRKey()}})
+	if k.more != 0 {
+		if err := e.registerMore(ep, wi, buf, acc); err != nil {
+			e.closeMems()
+			return nil, err
+		}
+	}
 	c.m[k] = e
 	c.bytes += len(buf)
 	c.addUser(e, ep)
@@ -178,7 +187,7 @@ func (c *regCache) put(e *regEntry) {
 		return
 	}
 	if !e.cached {
-		e.mem.Close()
+		e.closeMems()
 		return
 	}
 	c.lru.push(e)
@@ -206,7 +215,7 @@ func (c *regCache) evict(e *regEntry) {
 	}
 	e.users = nil
 	if e.refs == 0 {
-		e.mem.Close()
+		e.closeMems()
 	}
 }
 
@@ -218,7 +227,7 @@ func (c *regCache) close() error {
 		c.lru.remove(e)
 		e.cached = false
 		if e.refs == 0 {
-			err = multierr.Append(err, e.mem.Close())
+			err = multierr.Append(err, e.closeMems())
 		}
 	}
 	clear(c.m)

@@ -87,6 +87,13 @@ type Request struct {
 	xkey   uct.RKey
 	xlane  int
 	xput   bool
+	stripe *stripe // a transfer striped over rails (stripe.go)
+	// failover (replay.go): the whole transfer, and that it must move
+	// to another lane once its chunks have reported
+	xall  []byte
+	xredo bool
+	xregs []*regEntry     // registrations of a rendezvous buffer on the other lanes' memory domains
+	xc    *uct.Completion // the chunks' completion: &comp, or one per attempt after a failover (replay.go)
 	// zombie: completed by its endpoint's close or failure while a uct
 	// operation may still report into comp (the lane is closed after the
 	// worker lock is released), so it never returns to the pool.

@@ -12,9 +12,10 @@ import (
 // or memory allocated from a transport (MemAlloc, needed for atomics on
 // shm).
 type Mem struct {
-	w     *Worker
-	buf   []byte
-	parts []memPart
+	w      *Worker
+	buf    []byte
+	parts  []memPart
+	packed []byte // PackRKey, for atomics as active messages (atomic_am.go)
 }
 
 type memPart struct {
@@ -22,11 +23,13 @@ type memPart struct {
 	m    uct.Mem
 }
 
-// MemMap registers buf with every transport. buf must stay referenced
+// MemMap registers buf with the memory domain of every iface of the
+// worker (every transport, and for rc every netdev). buf must stay referenced
 // until Close.
 func (w *Worker) MemMap(buf []byte) (*Mem, error) {
 	m := &Mem{w: w, buf: buf}
-	for _, md := range w.ctx.mds {
+	for _, wi := range w.ifaces {
+		md := wi.md
 		if !md.attr.CanRegister {
 			continue
 		}
@@ -35,16 +38,19 @@ func (w *Worker) MemMap(buf []byte) (*Mem, error) {
 			m.Close()
 			return nil, opErr("mem_map", "", err)
 		}
-		m.parts = append(m.parts, memPart{md.comp.Name(), um})
+		m.parts = append(m.parts, memPart{mdPartName(md.comp.Name(), wi.ord), um})
 	}
 	if len(m.parts) == 0 {
 		return nil, opErr("mem_map", "", uct.ErrUnsupported)
 	}
+	w.addMem(m)
 	return m, nil
 }
 
 // MemAlloc allocates size bytes from the first transport that can
-// allocate shareable memory.
+// allocate shareable memory. A worker with several rc ifaces, or with
+// failover to any transport, also registers the memory with its other
+// ifaces' memory domains, so every lane can reach it.
 func (w *Worker) MemAlloc(size int) (*Mem, error) {
 	for _, md := range w.ctx.mds {
 		if !md.attr.CanAlloc {
@@ -54,7 +60,13 @@ func (w *Worker) MemAlloc(size int) (*Mem, error) {
 		if err != nil {
 			return nil, opErr("mem_alloc", "", err)
 		}
-		return &Mem{w: w, buf: um.Bytes(), parts: []memPart{{md.comp.Name(), um}}}, nil
+		m := &Mem{w: w, buf: um.Bytes(), parts: []memPart{{md.comp.Name(), um}}}
+		if err := w.registerOnRails(m, md); err != nil {
+			m.Close()
+			return nil, opErr("mem_alloc", "", err)
+		}
+		w.addMem(m)
+		return m, nil
 	}
 	return nil, opErr("mem_alloc", "", uct.ErrUnsupported)
 }
@@ -77,6 +89,10 @@ func (m *Mem) PackRKey() []byte {
 
 // Close deregisters or frees the memory; idempotent.
 func (m *Mem) Close() error {
+	if m.packed != nil {
+		m.w.dropMem(m)
+		m.packed = nil
+	}
 	var err error
 	for _, p := range m.parts {
 		err = multierr.Append(err, p.m.Close())
@@ -91,7 +107,9 @@ type bundlePart struct {
 }
 
 // packBundle encodes keys: count u8, then per key name (u8 length +
-// bytes) and key (u16 length + bytes).
+// bytes) and key (u16 length + bytes). A key's name is its memory
+// domain's (mdPartName): the transport, followed by "#" and the iface's
+// ordinal for a worker's second and later ifaces of one transport.
 func packBundle(ps []bundlePart) []byte {
 	b := []byte{byte(len(ps))}
 	for _, p := range ps {
@@ -125,24 +143,27 @@ func decodeBundle(b []byte) ([]bundlePart, error) {
 	return ps, nil
 }
 
-// unpackLaneKey unpacks the key of lane i's transport from a bundle.
+// unpackLaneKey unpacks from a bundle the key of the memory domain behind
+// the peer iface of lane i (mdPartName: its transport and ordinal).
 func (ep *Endpoint) unpackLaneKey(b []byte, i int) (uct.RKey, error) {
 	ps, err := decodeBundle(b)
 	if err != nil {
 		return nil, err
 	}
 	ln := &ep.lanes[i]
+	name := mdPartName(ln.wi.md.comp.Name(), ln.rord)
 	for _, p := range ps {
-		if p.name == ln.wi.md.comp.Name() {
+		if p.name == name {
 			return ln.wi.md.md.UnpackRKey(p.key)
 		}
 	}
-	return nil, fmt.Errorf("ucp rkey: no key for %s: %w", ln.wi.md.comp.Name(), uct.ErrUnsupported)
+	return nil, fmt.Errorf("ucp rkey: no key for %s: %w", name, uct.ErrUnsupported)
 }
 
 // RKey is a peer's remote key unpacked for one endpoint's lanes.
 type RKey struct {
-	keys []uct.RKey // by lane
+	keys   []uct.RKey // by lane
+	packed []byte     // the bundle (atomics as active messages)
 }
 
 // UnpackRKey unpacks a key bundle from Mem.PackRKey of the peer.
@@ -152,7 +173,7 @@ func (ep *Endpoint) UnpackRKey(b []byte) (*RKey, error) {
 	if ep.err != nil {
 		return nil, ep.fail("unpack_rkey")
 	}
-	k := &RKey{keys: make([]uct.RKey, len(ep.lanes))}
+	k := &RKey{keys: make([]uct.RKey, len(ep.lanes)), packed: append([]byte(nil), b...)}
 	var first error
 	for i := range ep.lanes {
 		uk, err := ep.unpackLaneKey(b, i)
@@ -242,12 +263,18 @@ func (ep *Endpoint) doRMA(r *Request) error {
 	if err != nil {
 		return err
 	}
+	if len(ep.rails) > 1 && ep.w.stripeRMA(r, ep) {
+		return nil
+	}
 	ep.w.startChunks(r, ep.rmaLane, r.kind == kPut, r.buf, r.raddr, k)
 	return nil
 }
 
 // doAtomic posts an atomic (lock held).
 func (ep *Endpoint) doAtomic(r *Request) error {
+	if ep.fo != nil {
+		return ep.atomicAM(r)
+	}
 	ln, k, err := ep.laneKey(r)
 	if err != nil {
 		return err

@@ -31,14 +31,17 @@ func (ep *Endpoint) rndvSender(r *Request, get bool) (raddr uint64, rkey []byte,
 	w := ep.w
 	if get {
 		if r.reg == nil && len(r.buf) > 0 {
-			e, err := w.regs.get(ep, ep.lanes[ep.rmaLane].wi.md, r.buf, uct.AccessRemoteRead)
+			e, err := w.regs.get(ep, ep.lanes[ep.rmaLane].wi, r.buf, uct.AccessRemoteRead)
 			if err != nil {
 				return 0, nil, 0, err
 			}
 			r.reg = e
 		}
 		if r.reg != nil {
-			raddr, rkey = r.reg.mem.Address(), r.reg.bundle
+			raddr = r.reg.mem.Address()
+			if rkey, err = ep.seqBundle(r, r.reg, r.buf, uct.AccessRemoteRead); err != nil {
+				return 0, nil, 0, err
+			}
 		}
 	}
 	if r.slot == 0 {
@@ -50,7 +53,7 @@ func (ep *Endpoint) rndvSender(r *Request, get bool) (raddr uint64, rkey []byte,
 // rndvAnnounce sends the announcement r.hdr with AM id on the AM lane
 // (lock held); r then waits in flight for the receiver's answer.
 func (ep *Endpoint) rndvAnnounce(r *Request, id uint8) error {
-	if _, err := ep.lanes[ep.amLane].ep.AMBcopy(id, r.hdr, nil); err != nil {
+	if err := ep.amSend(id, r.hdr, nil); err != nil {
 		return err
 	}
 	ep.inflight.push(r)
@@ -69,6 +72,9 @@ func (w *Worker) rndvMove(r *Request, ep *Endpoint, put bool, buf []byte, raddr 
 	}
 	if ep.rmaLane < 0 {
 		w.failRndv(r, fmt.Errorf("no lane for get: %w", uct.ErrUnsupported))
+		return
+	}
+	if len(ep.rails) > 1 && w.stripeRndv(r, ep, put, buf, raddr, rkey) {
 		return
 	}
 	k, err := ep.laneKeyRef(rkey, ep.rmaLane)
@@ -91,12 +97,19 @@ func (w *Worker) rndvMove(r *Request, ep *Endpoint, put bool, buf []byte, raddr 
 // not fail r: r waits on its endpoint's stalled list, as a request in UCX's
 // pending queue, and drainBacklog posts the rest, in order and before any
 // operation started on the endpoint later, when the lane has room again.
-// r.comp holds one count of its own until the last chunk is posted, so
+// r.xc (r.comp unless the transfer moved lanes) holds one count of its own until the last chunk is posted, so
 // chunks that complete meanwhile do not finish r early.
 func (w *Worker) startChunks(r *Request, i int, put bool, buf []byte, raddr uint64, k uct.RKey) {
+	if r.stripe != nil {
+		w.unstripe(r) // started again on one lane (chunkRetry)
+	}
 	r.xbuf, r.xoff, r.xraddr, r.xkey, r.xlane, r.xput = buf, 0, raddr, k, i, put
-	r.comp.Count = 1
-	r.comp.Status = nil
+	r.xall = buf
+	if r.xc == nil {
+		r.xc = &r.comp
+	}
+	r.xc.Count = 1
+	r.xc.Status = nil
 	w.postChunks(r)
 }
 
@@ -118,8 +131,12 @@ func (w *Worker) chunkMax(ln *lane, put bool) int {
 // postChunks posts the chunks of r's transfer from r.xoff on (lock held);
 // see startChunks.
 func (w *Worker) postChunks(r *Request) {
+	if r.stripe != nil {
+		w.postStripe(r)
+		return
+	}
 	ep := r.ep
-	if r.xoff < len(r.xbuf) && r.comp.Status == nil && !w.canPost() {
+	if r.xoff < len(r.xbuf) && r.xc.Status == nil && !w.canPost() {
 		// another goroutine holds the transport lock: it resumes r
 		// (drainBacklog) before releasing it
 		if r.list != &ep.stalled {
@@ -133,21 +150,21 @@ func (w *Worker) postChunks(r *Request) {
 	}
 	ln := &ep.lanes[r.xlane]
 	max := w.chunkMax(ln, r.xput)
-	for r.xoff < len(r.xbuf) && r.comp.Status == nil {
+	for r.xoff < len(r.xbuf) && r.xc.Status == nil {
 		end := min(r.xoff+max, len(r.xbuf))
 		r.iov[0] = r.xbuf[r.xoff:end]
-		r.comp.Count++
+		r.xc.Count++
 		var err error
 		if r.xput {
-			err = ln.ep.PutZcopy(r.iov[:], r.xraddr+uint64(r.xoff), r.xkey, &r.comp)
+			err = ln.ep.PutZcopy(r.iov[:], r.xraddr+uint64(r.xoff), r.xkey, r.xc)
 		} else {
-			err = ln.ep.GetZcopy(r.iov[:], r.xraddr+uint64(r.xoff), r.xkey, &r.comp)
+			err = ln.ep.GetZcopy(r.iov[:], r.xraddr+uint64(r.xoff), r.xkey, r.xc)
 		}
 		if err == uct.ErrInProgress {
 			r.xoff = end
 			continue
 		}
-		r.comp.Count--
+		r.xc.Count--
 		if retryLater(err) || err == uct.ErrBusy {
 			if r.list != &ep.stalled {
 				if r.list != nil {
@@ -157,10 +174,13 @@ func (w *Worker) postChunks(r *Request) {
 				w.chunkStalls++
 			}
 			w.toBacklog(ep)
+			if ep.fo != nil {
+				w.routeLost(ep, r.xlane, err)
+			}
 			return
 		}
 		if err != nil {
-			r.comp.Status = err
+			r.xc.Status = err
 			break
 		}
 		r.xoff = end
@@ -172,11 +192,11 @@ func (w *Worker) postChunks(r *Request) {
 		}
 		ep.inflight.push(r)
 	}
-	if r.comp.Count--; r.comp.Count > 0 {
+	if r.xc.Count--; r.xc.Count > 0 {
 		return // onComp finishes r
 	}
-	err := r.comp.Status
-	r.comp.Status = nil
+	err := r.xc.Status
+	r.xc.Status = nil
 	w.finishChunks(r, err)
 }
 
@@ -200,6 +220,15 @@ func (w *Worker) resumeStalled(ep *Endpoint) (int, bool) {
 // finishChunks finishes r after its chunks completed with err (lock
 // held).
 func (w *Worker) finishChunks(r *Request, err error) {
+	if ep := r.ep; ep != nil && ep.fo != nil && r.xall != nil {
+		if (r.xredo || err != nil) && w.chunkRetry(r, err) {
+			return // moving again on another lane
+		}
+		if r.xlane < len(ep.lanes) && ep.lanes[r.xlane].failed != nil {
+			r.zombie = true // the failed lane's close may still report into r
+		}
+	}
+	r.xall = nil
 	if err != nil {
 		w.failRndv(r, err)
 		return
@@ -247,7 +276,7 @@ func (w *Worker) failRndv(r *Request, err error) {
 	w.nackRndv(r, err)
 	w.complete(r, opErr(kindOp[r.kind], r.peerName(), err))
 	if r.ep != nil && uct.StatusOf(err).IsEndpointFatal() {
-		w.failEP(r.ep, err)
+		w.laneFault(r.ep, r.xlane, err)
 	}
 }
 

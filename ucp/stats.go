@@ -20,6 +20,15 @@ type WorkerStats struct {
 	// LaneMismatch counts messages dropped because they named an
 	// endpoint other than the one whose connection delivered them.
 	LaneMismatch uint64
+	// FailedOver and FailedBack count the lane switches of failover
+	// (failover.Event); Replayed the messages sent again on a new lane;
+	// Duplicates the sequenced messages the receiver dropped as already
+	// delivered.
+	FailedOver, FailedBack uint64
+	Replayed, Duplicates   uint64
+
+	// Probes counts the per-lane probes of failover (probe.go).
+	Probes ProbeStats
 }
 
 // DropCounts counts dropped messages by kind.

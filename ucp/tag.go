@@ -64,6 +64,9 @@ func (ep *Endpoint) sendTag(r *Request) error {
 		}
 		return ep.sendRTS(r)
 	}
+	if ep.fo != nil && n < ep.rndvMin {
+		return ep.sendTagSeq(r)
+	}
 	if n <= ep.shortMax {
 		b := ep.scratch[:4+n]
 		le.PutUint32(b, ep.rid)
@@ -307,7 +310,7 @@ func (w *Worker) rndvMatched(r *Request, ep *Endpoint, m *rts) {
 	if len(m.rkey) == 0 { // RndvPut: send a ready-to-receive
 		q := rtr{dst: ep.rid, sreq: m.sreq, length: uint64(n)}
 		if n > 0 {
-			e, err := w.regs.get(ep, ln.wi.md, r.buf[:n], uct.AccessRemoteWrite)
+			e, err := w.regs.get(ep, ln.wi, r.buf[:n], uct.AccessRemoteWrite)
 			if err != nil {
 				w.complete(r, opErr("tag_recv", ep.name, err))
 				ep.ctl(amATS, (&ack{dst: ep.rid, req: m.sreq, status: uint8(uct.StatusOf(err))}).encode)
@@ -315,7 +318,11 @@ func (w *Worker) rndvMatched(r *Request, ep *Endpoint, m *rts) {
 			}
 			r.reg = e
 			q.raddr = e.mem.Address()
-			q.rkey = e.bundle
+			if q.rkey, err = ep.seqBundle(r, e, r.buf[:n], uct.AccessRemoteWrite); err != nil {
+				w.complete(r, opErr("tag_recv", ep.name, err))
+				ep.ctl(amATS, (&ack{dst: ep.rid, req: m.sreq, status: uint8(uct.StatusOf(err))}).encode)
+				return
+			}
 		}
 		r.slot = w.slotAlloc(r)
 		q.rreq = r.slot

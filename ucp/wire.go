@@ -11,7 +11,7 @@ import (
 // eager, carries after the tag) the receiver's endpoint id, so the
 // receiver finds the sending endpoint with one slice index.
 const (
-	amWireup    = 1  // kind u8, sender ep id u32, receiver ep id u32, worker address
+	amWireup    = 1  // kind u8, sender ep id u32, receiver ep id u32, lane-bind token u64, worker address
 	amEager     = 2  // tag u64 (native order, the AMShort header), dst u32, data
 	amRTS       = 3  // tag u64, dst u32, sreq u64, length u64, raddr u64, rkey (u16 + bytes; empty: send RTR)
 	amATS       = 4  // dst u32, sreq u64, status u8
@@ -22,6 +22,9 @@ const (
 	amClose     = 9  // dst u32
 	amUserFrag  = 10 // dst u32, id u16, hdrlen u16, mid u64, total u64, offset u64, hdr (offset 0 only), data
 	amUserRTS   = 11 // dst u32, id u16, hdrlen u16, sreq u64, length u64, raddr u64, rkey (u16 + bytes), hdr
+	// 12-19: the sequenced channel (failover); 20-23: the lane set
+	amLaneBind   = 20 // dst u32, the sender's lane-bind token u64 (lanebind_token.go)
+	amLaneStatus = 21 // dst u32, status u8 (1 down, 2 up), the sender's iface index u8 (linkwatch.go)
 )
 
 const (
@@ -42,22 +45,26 @@ func errWire(what string) error {
 type wireup struct {
 	kind     uint8
 	src, dst uint32 // sender's endpoint id, receiver's (reply only)
+	token    uint64 // the sender's lane-bind token (lanebind_token.go)
 	addr     []byte // sender's packed worker address
 }
 
+const wireupFixed = 1 + 4 + 4 + 8
+
 func (m *wireup) encode() []byte {
-	b := make([]byte, 9, 9+len(m.addr))
+	b := make([]byte, wireupFixed, wireupFixed+len(m.addr))
 	b[0] = m.kind
 	le.PutUint32(b[1:], m.src)
 	le.PutUint32(b[5:], m.dst)
+	le.PutUint64(b[9:], m.token)
 	return append(b, m.addr...)
 }
 
 func decodeWireup(b []byte) (wireup, error) {
-	if len(b) < 9 || (b[0] != wireupReq && b[0] != wireupRep) {
+	if len(b) < wireupFixed || (b[0] != wireupReq && b[0] != wireupRep) {
 		return wireup{}, errWire("wireup")
 	}
-	return wireup{kind: b[0], src: le.Uint32(b[1:]), dst: le.Uint32(b[5:]), addr: b[9:]}, nil
+	return wireup{kind: b[0], src: le.Uint32(b[1:]), dst: le.Uint32(b[5:]), token: le.Uint64(b[9:]), addr: b[wireupFixed:]}, nil
 }
 
 func putEagerHdr(b []byte, tag uint64, dst uint32) {

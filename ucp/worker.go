@@ -24,11 +24,14 @@ type wiface struct {
 	attr   uct.IfaceAttr
 	active atomic.Bool // polled on every Progress (lanes.go)
 	used   atomic.Bool // carries a lane or delivered an event
+
+	ifaceRail // subnets and ordinal of the iface (laneset.go)
 }
 
 type asyncErr struct {
-	uep uct.Endpoint
-	err error
+	uep  uct.Endpoint
+	err  error
+	link *linkEvent // a device status change instead (linkwatch.go)
 }
 
 // AMMessage is an active message given to an AMHandler. Header and Data
@@ -81,7 +84,10 @@ type Worker struct {
 	transportLock // the locks of a thread-safe worker (worker_lock.go)
 	asyncErrs     // iface errors reported from other goroutines
 	ifacePoll     // which idle ifaces to poll (lanes.go)
+	linkWatches   // device status watchers (linkwatch.go)
 	kaState       // keepalive timer (keepalive.go)
+	foEvents      // failover events (failover.go)
+	memTable      // memory for atomics as active messages (atomic_am.go)
 
 	drops dropState  // reassembly accounting, drop handler (drops.go)
 	rx    rxInfo     // source of the wireup being handled (lanebind.go)
@@ -125,6 +131,7 @@ func (c *Context) NewWorker() (*Worker, error) {
 			continue
 		}
 		wi := &wiface{md: md, it: it, attr: it.Attr()}
+		w.railIface(wi)
 		w.ifaces = append(w.ifaces, wi)
 		a.Ifaces = append(a.Ifaces, IfaceAddress{Transport: md.comp.Name(), Addr: it.Address()})
 		w.setHandlers(wi)
@@ -139,9 +146,17 @@ func (c *Context) NewWorker() (*Worker, error) {
 	}
 	w.addr = a.Pack()
 	w.startEventDrain()
-	if c.cfg.ErrorMode == ErrorModePeer && c.cfg.KeepaliveInterval > 0 {
+	w.watchLinks()
+	var ka, probe time.Duration
+	if c.cfg.ErrorMode == ErrorModePeer {
+		ka = c.cfg.KeepaliveInterval
+	}
+	if w.probing() {
+		probe = c.cfg.Failover.ProbeInterval
+	}
+	if ka > 0 || probe > 0 {
 		w.kaStop, w.kaDone = make(chan struct{}), make(chan struct{})
-		go w.keepaliveTimer(c.cfg.KeepaliveInterval)
+		go w.keepaliveTimer(ka, probe)
 	}
 	return w, nil
 }
@@ -175,7 +190,7 @@ func (w *Worker) Progress() int {
 	// iface progress runs the AM handlers, which lock the worker themselves
 	n := w.progressIfaces()
 	if w.asyncN.Load() == 0 && !w.kaDue.Load() && len(w.backlog) == 0 && len(w.flushers) == 0 &&
-		w.doneq.empty() && len(w.errq) == 0 {
+		w.doneq.empty() && len(w.errq) == 0 && len(w.foq) == 0 {
 		w.inProgress = false
 		return n
 	}
@@ -215,7 +230,7 @@ func (w *Worker) progressWork() (int, []*Request, []*Endpoint) {
 	}
 	if w.kaDue.Load() {
 		w.kaDue.Store(false)
-		w.keepalive()
+		w.timerWork()
 	}
 	if len(w.backlog) != 0 {
 		n += w.drainBacklog()
@@ -223,6 +238,7 @@ func (w *Worker) progressWork() (int, []*Request, []*Endpoint) {
 	if len(w.flushers) != 0 {
 		w.checkFlushers()
 	}
+	w.takeFoEvents()
 	done := w.doneq.take()
 	errq := w.errq
 	w.errq = nil
@@ -248,7 +264,7 @@ func (w *Worker) runCallbacks(done []*Request, errq []*Endpoint) int {
 			h(ep, ep.err)
 		}
 	}
-	return n
+	return n + w.runFoEvents()
 }
 
 // busy reports whether Progress has work that no iface event announces.
@@ -341,7 +357,7 @@ func (w *Worker) onIfaceError(_ any, uep uct.Endpoint, err error) {
 		return
 	}
 	w.amu.Lock()
-	w.async = append(w.async, asyncErr{uep, err})
+	w.async = append(w.async, asyncErr{uep: uep, err: err})
 	w.asyncN.Add(1)
 	w.amu.Unlock()
 	w.Wake()
@@ -354,10 +370,14 @@ func (w *Worker) handleAsync() int {
 	w.asyncN.Store(0)
 	w.amu.Unlock()
 	for _, ev := range evs {
+		if ev.link != nil {
+			w.onLink(ev.link)
+			continue
+		}
 		for _, ep := range w.live {
 			for i := range ep.lanes {
 				if ep.lanes[i].ep == ev.uep {
-					w.failEP(ep, ev.err)
+					w.laneFault(ep, i, ev.err)
 				}
 			}
 		}
@@ -415,6 +435,7 @@ func (w *Worker) Close() error {
 		<-w.kaDone
 	}
 	w.stopEventDrain()
+	w.unwatchLinks()
 	err := regErr
 	if w.safe {
 		w.acquireT()

@@ -81,12 +81,15 @@ type ifacePoll struct {
 	pollIdle atomic.Bool // poll idle ifaces on the next Progress
 }
 
-// kaState is the keepalive timer of a Peer-mode worker: its goroutine
-// sets kaDue, Progress runs the round.
+// kaState is the timer of a Peer-mode or failover worker: its goroutine
+// sets kaRound (keepalive) or probeDue (failover probes) and kaDue,
+// Progress runs what is due.
 type kaState struct {
-	kaDue  atomic.Bool
-	kaStop chan struct{}
-	kaDone chan struct{}
+	kaDue    atomic.Bool
+	kaRound  atomic.Bool
+	probeDue atomic.Bool
+	kaStop   chan struct{}
+	kaDone   chan struct{}
 }
 
 // slotAlloc stores r in the rendezvous table and returns its id

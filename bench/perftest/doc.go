@@ -16,7 +16,8 @@
 // (rc: the netdev), -s sizes (a comma list runs each size in turn), -n
 // iterations, -w warm-up iterations, -O outstanding operations of
 // bandwidth tests, -e error mode (none; peer: a failing peer ends the run
-// with its status; failover is refused: ucp has no failover yet), -C
+// with its status; failover: peer with ucp's failover on, ucp tests
+// only), -C
 // wildcard receives (tag tests: the receive mask is 0), -E wait mode
 // (poll: busy progress; sleep: iface Arm/Wait, ucp Worker.Wait), -p TCP
 // port. -l starts the server as a second process of the same binary and
@@ -125,4 +126,22 @@
 // path; 40 alternated runs of BenchmarkTagCPU at a load of about 10 gave
 // a median of 395 CPU-ns per round trip, against 414 before the request
 // and shm changes that this table reflects.
+//
+// A failover run streams across an injected fault instead of measuring a
+// test:
+//
+//	perftest -l -x rc -e failover --fault linkdown@2s    # also blackhole@T, flap@T; KIND@T+LENGTH
+//
+// -l then builds two network namespaces joined by two veth rails
+// (internal/netns), both sides open one rc iface per rail with failover
+// on, and the client sends tag messages of the first -s size, -O
+// outstanding, while rail 0 fails T after the start for LENGTH (default
+// 1 s): its link down (linkdown), every packet dropped by an eBPF program
+// (blackhole, internal/fault) or its link down and up every 200 ms
+// (flap). It prints a summary and writes failover.json (messages
+// completed per 10 ms bin, the fault, its removal and the failover
+// events after the fault: detection, switch, the lane restored and
+// fail-back, in milliseconds from the start; -1 for what did not happen;
+// every event with its time) and failover.svg (the timeline with
+// those instants marked) into -out (default failover-out).
 package main

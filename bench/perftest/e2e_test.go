@@ -226,7 +226,8 @@ func TestLocalUnavailable(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"-l", "-t", "tag_lat", "-e", "failover"}, 1, "ucp has no failover yet"},
+		{[]string{"-l", "-x", "rc", "-e", "failover", "--fault", "meltdown@1s"}, 2, "want linkdown, blackhole or flap"},
+		{[]string{"-l", "-x", "rc", "-e", "peer", "--fault", "linkdown@1s"}, 2, "--fault needs -l and -e failover"},
 		{[]string{"-l", "-t", "am_lat", "-e", "failover"}, 2, "uct never fails over"},
 		{[]string{"-l", "-t", "am_lat", "-s", "1m", "-n", "10"}, 2, "exceeds the iface's limit"},
 		{[]string{"-l", "-t", "am_lat", "-s", "4", "-n", "10"}, 2, "at least 8 bytes"},

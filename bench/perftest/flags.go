@@ -33,6 +33,8 @@ type config struct {
 	Host      string // client mode when set
 	CPU       int    // pin to this CPU; -1: no pinning
 	List      bool
+	Fault     string // --fault KIND@T[+D]: a failover run (failover.go)
+	Out       string // --out: where a failover run writes its timeline
 	where     string // placement of -l's two sides, for the table title
 }
 
@@ -81,6 +83,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	csv := fs.Bool("csv", false, "print CSV")
 	js := fs.Bool("json", false, "print one JSON object per size and line")
 	fs.BoolVar(&c.List, "list", false, "list tests and transports and exit")
+	fs.StringVar(&c.Fault, "fault", "", "with -l -e failover: stream across a fault on rail 0, KIND@TIME[+LENGTH] (linkdown, blackhole, flap; e.g. linkdown@2s)")
+	fs.StringVar(&c.Out, "out", "failover-out", "directory of a failover run's timeline (failover.json, failover.svg)")
 	rest := args
 	var hosts []string
 	for {
@@ -150,8 +154,16 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if findTransport(c.Transport) == nil {
 		return bad("-x: unknown transport %q (known: %s)", c.Transport, strings.Join(transportNames(), ", "))
 	}
+	if c.Fault != "" {
+		if c.ErrMode != "failover" || !c.Local {
+			return bad("--fault needs -l and -e failover")
+		}
+		if _, err := parseFault(c.Fault); err != nil {
+			return bad("%v", err)
+		}
+	}
 	// The server learns the test from its client.
-	if c.Test == "" && (c.Host != "" || c.Local) {
+	if c.Test == "" && (c.Host != "" || c.Local) && c.Fault == "" {
 		return bad("-t: which test? (-t am_lat; -list shows all)")
 	}
 	if c.Test != "" && findTest(c.Test) == nil {

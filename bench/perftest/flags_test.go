@@ -16,21 +16,24 @@ func TestParseFlags(t *testing.T) {
 		args []string
 		want config
 	}{
-		{[]string{}, config{Transport: "shm", Sizes: []int{8}, Iters: 100000, Warmup: 10000, Window: 16,
+		{[]string{}, config{Out: "failover-out", Transport: "shm", Sizes: []int{8}, Iters: 100000, Warmup: 10000, Window: 16,
 			ErrMode: "none", Wait: "poll", Port: 13337, CPU: -1}},
 		{[]string{"-l", "-t", "am_lat", "-s", "8,64,1k,2M", "-n", "1000", "-w", "0", "--json"},
-			config{Test: "am_lat", Transport: "shm", Sizes: []int{8, 64, 1024, 2 << 20}, Iters: 1000, Warmup: 0, Window: 16,
+			config{Out: "failover-out", Test: "am_lat", Transport: "shm", Sizes: []int{8, 64, 1024, 2 << 20}, Iters: 1000, Warmup: 0, Window: 16,
 				ErrMode: "none", Wait: "poll", Port: 13337, CPU: -1, Local: true, Format: report.JSON}},
 		// The host may come before or after the flags, as with ucx_perftest.
 		{[]string{"-t", "put_bw", "node7", "-x", "rc", "-d", "eth1", "-E", "sleep", "-e", "peer", "-C", "-O", "64", "-p", "999", "--csv"},
-			config{Test: "put_bw", Transport: "rc", Sizes: []int{8}, Iters: 100000, Warmup: 10000, Window: 64,
+			config{Out: "failover-out", Test: "put_bw", Transport: "rc", Sizes: []int{8}, Iters: 100000, Warmup: 10000, Window: 64,
 				ErrMode: "peer", Wait: "sleep", Port: 999, CPU: -1, Host: "node7", Wildcard: true, Format: report.CSV, Device: "eth1"}},
 		// A server needs no test: the client sends it.
-		{[]string{"-p", "0", "-c", "1"}, config{Transport: "shm", Sizes: []int{8}, Iters: 100000, Warmup: 10000, Window: 16,
+		{[]string{"-p", "0", "-c", "1"}, config{Out: "failover-out", Transport: "shm", Sizes: []int{8}, Iters: 100000, Warmup: 10000, Window: 16,
 			ErrMode: "none", Wait: "poll", Port: 0, CPU: 1}},
-		// failover parses; it fails when run (checkRunnable).
+		// failover: a ucp test with failover on.
 		{[]string{"-l", "-t", "tag_lat", "-e", "failover"}, config{Test: "tag_lat", Transport: "shm", Sizes: []int{8}, Iters: 100000,
-			Warmup: 10000, Window: 16, ErrMode: "failover", Wait: "poll", Port: 13337, CPU: -1, Local: true}},
+			Warmup: 10000, Window: 16, ErrMode: "failover", Wait: "poll", Port: 13337, CPU: -1, Local: true, Out: "failover-out"}},
+		// A failover run across a fault needs no test.
+		{[]string{"-l", "-x", "rc", "-e", "failover", "--fault", "linkdown@2s"}, config{Transport: "rc", Sizes: []int{8}, Iters: 100000,
+			Warmup: 10000, Window: 16, ErrMode: "failover", Wait: "poll", Port: 13337, CPU: -1, Local: true, Fault: "linkdown@2s", Out: "failover-out"}},
 	}
 	for _, c := range cases {
 		got, err := parseFlags(c.args, io.Discard)
@@ -86,7 +89,6 @@ func TestCheckRunnable(t *testing.T) {
 		msg  string
 		is   error
 	}{
-		{[]string{"-l", "-t", "tag_lat", "-e", "failover"}, "ucp has no failover yet", errUnavailable},
 		{[]string{"-l", "-t", "am_lat", "-e", "failover"}, "uct never fails over", errUsage},
 		{[]string{"-l", "-t", "put_lat", "-E", "sleep"}, "use -E poll", errUsage},
 		{[]string{"-l", "-t", "ucp_put_lat", "-E", "sleep"}, "use -E poll", errUsage},
@@ -120,4 +122,26 @@ func TestCheckRunnable(t *testing.T) {
 			t.Errorf("%q: %v", a, err)
 		}
 	}
+}
+
+// FuzzParseFault: a --fault spec parses into a kind, a time and a length
+// within bounds, or is refused with an error, never a panic.
+func FuzzParseFault(f *testing.F) {
+	for _, s := range []string{"linkdown@2s", "blackhole@1.5s+500ms", "flap@0s+10s", "flap@", "@2s", "linkdown@-1s", "linkdown@2s+0s", "x@1s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		fs, err := parseFault(s)
+		if err != nil {
+			return
+		}
+		if fs.At < 0 || fs.At > foMaxRun || fs.For <= 0 || fs.For > foMaxRun {
+			t.Fatalf("%q parsed to %+v", s, fs)
+		}
+		switch fs.Kind {
+		case "linkdown", "blackhole", "flap":
+		default:
+			t.Fatalf("%q parsed to kind %q", s, fs.Kind)
+		}
+	})
 }

@@ -61,6 +61,12 @@ func dispatch(cfg *config, stdout, stderr io.Writer) error {
 		_, err := fmt.Fprint(stdout, testList())
 		return err
 	}
+	if os.Getenv(foServerEnv) != "" {
+		return foServer(cfg, stdout)
+	}
+	if cfg.Fault != "" {
+		return runFailoverLocal(cfg, stdout, stderr)
+	}
 	if host := os.Getenv(localServerEnv); host != "" {
 		return localServer(cfg, host, stdout)
 	}

@@ -30,11 +30,8 @@ func checkRunnable(cfg *config) (*testDef, error) {
 	if err := tr.available(); err != nil {
 		return nil, err
 	}
-	if cfg.ErrMode == "failover" {
-		if t.level == levelUCT {
-			return nil, fmt.Errorf("%w: -e failover: uct never fails over (failover is a ucp policy); use -e none or -e peer", errUsage)
-		}
-		return nil, fmt.Errorf("-e failover: ucp has no failover yet (package failover is not written); use -e none or -e peer: %w", errUnavailable)
+	if cfg.ErrMode == "failover" && t.level == levelUCT {
+		return nil, fmt.Errorf("%w: -e failover: uct never fails over (failover is a ucp policy); use -e none or -e peer", errUsage)
 	}
 	if t.rmaPoll && cfg.Wait == "sleep" {
 		return nil, fmt.Errorf("%w: %s polls memory written by the peer, which wakes no one; use -E poll", errUsage, t.name)

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/multierr"
 
+	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/ucp"
 	"github.com/ucgo/ucgo/uct"
 )
@@ -77,8 +78,12 @@ func newUCPSession(cfg *config, test *testDef, initiator bool) (_ *ucpSession, e
 		}
 	}()
 	ucfg := ucp.Config{Transports: []uct.Component{comp}}
-	if cfg.ErrMode == "peer" {
+	switch cfg.ErrMode {
+	case "peer":
 		ucfg.ErrorMode = ucp.ErrorModePeer
+	case "failover":
+		ucfg.ErrorMode = ucp.ErrorModePeer
+		ucfg.Failover = failover.Policy{Mode: failover.AnyTransport}
 	}
 	if s.uc, err = ucp.NewContext(ucfg); err != nil {
 		return nil, err

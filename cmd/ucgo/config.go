@@ -69,6 +69,13 @@ var variables = []variable{
 		return "suspend"
 	}},
 	{ucp.EnvThreadSafe, func(c ucp.Config) string { return fmt.Sprint(c.ThreadSafe) }},
+	{ucp.EnvNetDevices, func(c ucp.Config) string {
+		if len(c.NetDevices) == 0 {
+			return "default (rc on the first usable netdev)"
+		}
+		return strings.Join(c.NetDevices, ",")
+	}},
+	{ucp.EnvMaxRndvRails, func(c ucp.Config) string { return orAuto(c.MaxRndvRails, "2") }},
 }
 
 // printConfig prints every variable ucgo reads with its effective value

@@ -93,8 +93,13 @@ func printEndpoint(out io.Writer, peer string) error {
 	fmt.Fprintln(out, "# lanes:")
 	for i, l := range lanes {
 		role := "am, tag, rma"
-		if l.Fallback {
+		switch {
+		case l.Fallback:
 			role = "fallback when no shared-memory lane connects"
+		case l.Standby:
+			role = "standby: carries traffic when no shared-memory lane is healthy (failover)"
+		case l.Alternative:
+			role = "tried if the lanes before it do not connect"
 		}
 		fmt.Fprintf(out, "#   %d: %s/%s (%s), am bcopy %s, put zcopy %s\n", i, l.Transport, l.Device, role, size(l.Attr.AMMaxBcopy), size(l.Attr.PutMaxZcopy))
 	}

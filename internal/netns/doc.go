@@ -4,7 +4,9 @@
 // [NewStar] builds n namespaces on one subnet instead, each joined by a
 // veth pair to a bridge in a hub namespace, for tests of more than two
 // processes; [NewRails] builds two namespaces joined by several veth
-// pairs on subnets of their own, two hosts with one NIC per rail.
+// pairs on subnets of their own, two hosts with one NIC per rail, and
+// [NewSwitchedRails] puts a switch (a bridge in a hub namespace) on each
+// rail, so that one host's link going down leaves the other's up.
 //
 // Namespaces are created the way "ip netns add" does it (unshare and a
 // bind mount under /run/netns), links and addresses are configured over

@@ -21,6 +21,8 @@ type Rails struct {
 	A, B []*NS
 	MTU  int
 
+	hub string // path of the switches' namespace (NewSwitchedRails)
+
 	once sync.Once
 	err  error
 }
@@ -42,6 +44,16 @@ func NewRails(tb testing.TB, n int, opts ...Option) (*Rails, error) {
 }
 
 func newRails(n int, opts []Option) (*Rails, error) {
+	r, err := railsLayout(n, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r, r.setup()
+}
+
+// railsLayout names the namespaces and ends of n rails and draws their
+// subnets.
+func railsLayout(n int, opts []Option) (*Rails, error) {
 	if n < 1 || n > maxRails {
 		return nil, fmt.Errorf("netns: %d rails (1..%d)", n, maxRails)
 	}
@@ -58,7 +70,7 @@ func newRails(n int, opts []Option) (*Rails, error) {
 		r.A = append(r.A, &NS{name: base + "-a", link: fmt.Sprintf("ucgo-a%d", i), prefix: netip.PrefixFrom(netip.AddrFrom4(a), 24)})
 		r.B = append(r.B, &NS{name: base + "-b", link: fmt.Sprintf("ucgo-b%d", i), prefix: netip.PrefixFrom(netip.AddrFrom4(b), 24)})
 	}
-	return r, r.setup()
+	return r, nil
 }
 
 func (r *Rails) setup() error {
@@ -129,6 +141,9 @@ func (r *Rails) Close() error {
 			return errs
 		})
 		r.err = multierr.Append(r.err, err)
+		if r.hub != "" {
+			r.err = multierr.Append(r.err, r.closeHub())
+		}
 		for _, ends := range [][]*NS{r.A, r.B} {
 			if ends[0].path != "" {
 				r.err = multierr.Append(r.err, remove(ends[0].path))

@@ -134,3 +134,50 @@ func TestSetRate(t *testing.T) {
 		t.Errorf("after removing the limit rail 0 carried %d bytes, %d before", after, limited)
 	}
 }
+
+// TestSwitchedRails: with a switch on each rail, one host's link going
+// down leaves the other host's link on that rail up (carrier), the rail
+// stops carrying and the other rail still does; back up, it carries
+// again; Close removes the three namespaces.
+func TestSwitchedRails(t *testing.T) {
+	r, err := NewSwitchedRails(t, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rx := []*net.UDPConn{listenUDP(t, r.B[0]), listenUDP(t, r.B[1])}
+	tx := make([]*net.UDPConn, 2)
+	for i := range rx {
+		tx[i] = dialUDP(t, r.A[i], rx[i].LocalAddr().(*net.UDPAddr).AddrPort())
+		exchange(t, tx[i], rx[i], fmt.Sprintf("rail %d", i))
+	}
+	if err := r.A[0].SetLink(false); err != nil {
+		t.Fatal(err)
+	}
+	// the far end keeps its carrier: give the kernel's link watcher time
+	// to take it away, as it would with a direct veth pair
+	time.Sleep(100 * time.Millisecond)
+	if err := r.B[0].waitRunning(time.Second); err != nil {
+		t.Fatalf("the far end of the downed link lost its link: %v", err)
+	}
+	tx[0].Write([]byte("lost"))
+	if msg, err := recv(rx[0], 200*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("rail 0 down, yet %q arrived (%v)", msg, err)
+	}
+	exchange(t, tx[1], rx[1], "rail 1 while rail 0 is down")
+	if err := r.A[0].SetLink(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.A[0].waitRunning(waitCarrier); err != nil {
+		t.Fatal(err)
+	}
+	exchange(t, tx[0], rx[0], "rail 0 back up")
+	hub := r.hub
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{r.A[0].Path(), r.B[0].Path(), hub} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s still exists after Close (%v)", p, err)
+		}
+	}
+}

@@ -158,9 +158,16 @@ func AppendHeader(b []byte, p *Packet) []byte {
 // packet with this payload length. The ICRC is computed as by [Append]
 // (same panics). It allocates only if b lacks capacity.
 func AppendTrailer(b, hdr, payload []byte, src, dst netip.AddrPort) []byte {
+	return AppendTrailerIPID(b, hdr, payload, src, dst, 0)
+}
+
+// AppendTrailerIPID is [AppendTrailer] for an IPv4 packet that carries IP
+// ID id (DF set), as the segments of a UDP GSO send do (see [AppendIPID]);
+// id is ignored for IPv6.
+func AppendTrailerIPID(b, hdr, payload []byte, src, dst netip.AddrPort, id uint16) []byte {
 	pad := padFor(len(payload))
 	n := len(hdr) + len(payload) + pad + ICRCLen
-	c := icrcPrefix(hdr, n, src, dst, 0, true)
+	c := icrcPrefix(hdr, n, src, dst, id, true)
 	c = crc32.Update(c, crc32.IEEETable, hdr[BTHLen:])
 	c = crc32.Update(c, crc32.IEEETable, payload)
 	c = crc32.Update(c, crc32.IEEETable, zeroPad[:pad])

@@ -280,6 +280,21 @@ func (ep *Endpoint) AMShort(id uint8, header uint64, payload []byte) error {
 	return nil
 }
 
+// copyBuf returns the n bytes a copied send of o is built in, inline data
+// if n is small enough and a bounce buffer otherwise, and points wr at them.
+func (ep *Endpoint) copyBuf(o *op, n int, wr *verbs.SendWR) []byte {
+	sg := ep.it.sge[:1]
+	wr.SG = sg
+	if n <= ep.it.maxInline {
+		sg[0] = ep.inlineSGE(n)
+		wr.Flags |= verbs.SendInline
+		return ep.inline(n)
+	}
+	b := ep.takeBounce(o)[:n]
+	sg[0] = ep.it.txMR.SGE(int(o.bounce)*segSize, n)
+	return b
+}
+
 // AMBcopy copies header and payload into a bounce buffer (or inline) and
 // sends them as one message.
 func (ep *Endpoint) AMBcopy(id uint8, header, payload []byte) (int, error) {
@@ -295,18 +310,8 @@ func (ep *Endpoint) AMBcopy(id uint8, header, payload []byte) (int, error) {
 	}
 	o, idx := ep.newOp(opSend, "am_bcopy", nil)
 	wr := verbs.SendWR{Opcode: verbs.WRSendWithImm, Imm: immAM(id)}
-	sg := ep.it.sge[:1]
-	var b []byte
-	if n <= ep.it.maxInline {
-		b = ep.inline(n)
-		sg[0] = ep.inlineSGE(n)
-		wr.Flags = verbs.SendInline
-	} else {
-		b = ep.takeBounce(o)[:n]
-		sg[0] = ep.it.txMR.SGE(int(o.bounce)*segSize, n)
-	}
+	b := ep.copyBuf(o, n, &wr)
 	copy(b[copy(b, header):], payload)
-	wr.SG = sg
 	if err := ep.postNew(o, idx, &wr); err != nil {
 		return 0, err
 	}
@@ -339,8 +344,13 @@ func iovLen(iov [][]byte) int {
 	return n
 }
 
-// AMZcopy sends header (from a bounce buffer) and iov (registered for the
-// operation, not copied) as one message.
+// AMZcopy sends header followed by iov as one message. A message fits
+// one bounce buffer (AMMaxZcopy is segSize), and it is copied there like
+// AMBcopy's: copying at most segSize bytes costs less than registering
+// iov and holding it until the peer's ACK, which a sender waiting for its
+// completion would wait a round trip for. AMZcopy therefore completes at
+// once (it returns nil and comp is not invoked); iov is free when it
+// returns.
 func (ep *Endpoint) AMZcopy(id uint8, header []byte, iov [][]byte, comp *uct.Completion) error {
 	n := len(header) + iovLen(iov)
 	if id > uct.MaxAMID || len(header) > amMaxHeader || len(iov) > maxIOV || n > segSize {
@@ -352,23 +362,18 @@ func (ep *Endpoint) AMZcopy(id uint8, header []byte, iov [][]byte, comp *uct.Com
 	if ep.noRoom(true) {
 		return uct.ErrNoResource
 	}
-	o, idx := ep.newOp(opSend, "am_zcopy", comp)
-	sg := ep.it.sge[:0]
-	if len(header) > 0 {
-		copy(ep.takeBounce(o), header)
-		sg = append(sg, ep.it.txMR.SGE(int(o.bounce)*segSize, len(header)))
+	o, idx := ep.newOp(opSend, "am_zcopy", nil)
+	wr := verbs.SendWR{Opcode: verbs.WRSendWithImm, Imm: immAM(id)}
+	b := ep.copyBuf(o, n, &wr)
+	pos := copy(b, header)
+	for _, v := range iov {
+		pos += copy(b[pos:], v)
 	}
-	sg, err := ep.regIOV(o, iov, sg, verbs.AccessLocalWrite)
-	if err != nil {
-		ep.freeOp(o, idx)
-		return ep.opErr("am_zcopy", uct.ErrNoMemory, err)
-	}
-	wr := verbs.SendWR{Opcode: verbs.WRSendWithImm, SG: sg, Imm: immAM(id)}
 	if err := ep.postNew(o, idx, &wr); err != nil {
 		return err
 	}
 	ep.credits--
-	return uct.ErrInProgress
+	return nil
 }
 
 func (ep *Endpoint) rkeyOf(op string, rk uct.RKey) (uint32, error) {

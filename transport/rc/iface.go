@@ -618,14 +618,26 @@ func (it *Iface) hasDispatchable() bool {
 }
 
 // Wait sleeps until the completion channel fires, a packet arrives on the
-// device's socket, Wake is called or ctx ends.
+// device's socket, Wake is called or ctx ends. When other ifaces share
+// the device (the workers of a process), it leaves the socket to the
+// device's background goroutine (verbs.Device.Sleep), which receives the
+// packets that arrive while nobody polls and runs the engine, and so
+// fires the channel: the ifaces sleeping at once then do not all wake
+// for every packet the device receives, another iface polling. An iface
+// alone on its device, or a device without that goroutine, has the
+// socket watched here (one wake-up less per message).
 func (it *Iface) Wait(ctx context.Context) error {
 	if it.isClosed.Load() {
 		return uct.ErrClosed
 	}
 	stop := context.AfterFunc(ctx, it.Wake)
 	defer stop()
-	if err := pollFDs(it.ch.Fd(), it.dev.Fd(), it.wakeFD.Int()); err != nil {
+	fds := [3]int{it.ch.Fd(), it.wakeFD.Int(), it.dev.Fd()}
+	n := len(fds)
+	if it.md.shared() && it.dev.Sleep() {
+		n--
+	}
+	if err := pollFDs(fds[:n]...); err != nil {
 		return err
 	}
 	drainEventFD(it.wakeFD.Int())

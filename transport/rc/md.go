@@ -32,10 +32,12 @@ type Config struct {
 	Port int
 	// NoShare binds port 4791 without sharing it (verbs.Config.NoShare).
 	NoShare bool
-	// ProgressInterval is verbs.Config.ProgressInterval: how often the
-	// device's background goroutine makes progress for an owner that
-	// stopped (default 2 ms); negative turns it off, and then only the
-	// ifaces' Progress and Wait run the device.
+	// ProgressInterval is verbs.Config.ProgressInterval: how long the
+	// device's background goroutine lets an owner that stopped polling
+	// leave the engine alone before it makes progress itself (default
+	// 2 ms); an iface sleeping in Wait leaves the socket to it. Negative
+	// turns it off, and then only the ifaces' Progress and Wait run the
+	// device (each Wait watching the device's socket).
 	ProgressInterval time.Duration
 }
 
@@ -191,6 +193,13 @@ func (m *MD) UnpackRKey(packed []byte) (uct.RKey, error) {
 		return nil, err
 	}
 	return &rkey{key: k, md: id}, nil
+}
+
+// shared reports whether the MD's device serves more than one iface.
+func (m *MD) shared() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.ifaces) > 1
 }
 
 // Close closes the device: its QPs go to ERR and its socket is closed.

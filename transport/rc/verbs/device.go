@@ -79,7 +79,9 @@ type Config struct {
 	NoShare bool
 	// ProgressInterval is how long the owner may leave the engine
 	// alone before the background goroutine runs Progress (default
-	// 2 ms). A negative value disables the background goroutine.
+	// 2 ms); after that, or once an owner calls Sleep, the goroutine runs
+	// it whenever packets arrive or a timer is due. A negative value
+	// disables the background goroutine.
 	ProgressInterval time.Duration
 	// SocketBuffer is the socket send and receive buffer size in bytes
 	// (default 8 MiB; as root it is forced past the sysctl limits).
@@ -178,9 +180,10 @@ type Device struct {
 	// The watchdog (see background): its timer, interval and the time
 	// Progress last pushed the timer back (ns since epoch); wd is nil
 	// without a watchdog.
-	wd      *watchdogTimer
-	wdIv    int64
-	wdArmed int64
+	wd       *watchdogTimer
+	wdIv     int64
+	wdArmed  int64
+	sleeping atomic.Bool // an owner went to sleep (Sleep)
 
 	closed bool
 	stop   chan struct{}
@@ -262,7 +265,7 @@ func Open(cfg Config) (*Device, error) {
 		iv = 2 * time.Millisecond
 	}
 	if iv > 0 {
-		d.wd, err = newWatchdogTimer()
+		d.wd, err = newWatchdogTimer(d.sock.fd.Int())
 		if err != nil {
 			d.nl.close()
 			d.sock.close()

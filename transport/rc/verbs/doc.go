@@ -53,8 +53,12 @@
 // retransmission), fires due timers (local ACK timeout, RNR waits;
 // checked against a monotonic clock on every pass) and sends whatever
 // became ready with sendmmsg, using UDP GSO for runs of equal-size
-// packets to one peer. PostSend builds and sends the new packets before
-// it returns.
+// packets to one peer. A packet's payload of 1 KiB or more that lies in
+// registered memory (or a WR's inline copy) is not copied: the message's
+// iovecs alternate headers and trailers in the batch with payloads where
+// they lie. A long transfer leaves in pieces of 128 KiB, so that the peer
+// receives the first while the rest is built. PostSend builds and sends
+// the new packets before it returns.
 //
 // The ACK of a request that completed a receive (SEND, WRITE with
 // immediate) is deferred: the consumer of the completion usually answers
@@ -66,14 +70,25 @@
 // So that a peer is not stalled when the owner stops driving the engine
 // (a process busy elsewhere, a thread blocked in its own wait), a
 // background goroutine runs Progress itself once nobody has run it for
-// Config.ProgressInterval (2 ms), and again every interval while nobody
-// does, but only if the engine mutex is free (TryLock): it never
-// competes with an owner that polls. It sleeps on a timerfd in Go's
-// network poller whose expiry every Progress pushes back (at most every
-// half interval), so while the owner polls it never wakes, and neither
-// does an idle thread of the runtime on its behalf. A caller with its own event loop
-// uses Device.Fd (readable when packets wait) and Device.NextTimeout, or
-// Device.Wait.
+// Config.ProgressInterval (2 ms), or at once when an owner says it goes
+// to sleep on a completion channel (Device.Sleep), and from then on
+// whenever a packet arrives, an engine timer is due or another interval
+// has passed while nobody else runs the engine; it only takes the engine
+// mutex if it is free (TryLock): it never competes with an owner that
+// polls. It sleeps in Go's network poller on an epoll set of a timerfd,
+// whose expiry every Progress pushes back (at most every half interval),
+// and of the socket only while it watches for packets; so while an owner
+// polls it never wakes, and neither does an idle thread of the runtime
+// on its behalf. Many sleepers on one device (the workers of a process)
+// leave the socket to it instead of all waking for every packet. A
+// caller with its own event loop uses Device.Fd (readable when packets
+// wait) and Device.NextTimeout, or Device.Wait.
+//
+// Under the race detector, PostSend releases and every remote write
+// acquires one sync object standing for the network (race_unsafe.go): a
+// write placed by any device's engine goroutine is ordered after what the
+// program did before its posts, as the standard library orders reads
+// after writes on its files and sockets.
 //
 // # Errors
 //

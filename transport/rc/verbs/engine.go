@@ -112,19 +112,6 @@ func (d *Device) armTimer(qp *QP) {
 	}
 }
 
-// emit appends a packet for dst to the transmit batch.
-func (d *Device) emit(p *roce.Packet, dst netip.AddrPort) {
-	n := p.WireLen()
-	i, ok := d.tx.slot(dst, p.BTH.DestQP, n)
-	if !ok {
-		d.tx.flush(d.sock.fd.Int(), &d.ctr)
-		i, _ = d.tx.slot(dst, p.BTH.DestQP, n)
-	}
-	// In a GSO message the kernel gives the k-th segment IP ID k, which
-	// the ICRC covers (rxe checks it).
-	d.tx.bufs[i] = roce.AppendIPID(d.tx.bufs[i], p, d.local, dst, uint16(d.tx.nseg[i]-1))
-}
-
 // Progress runs the engine once: it receives and processes waiting
 // packets, fires due timers (retransmission, RNR waits) and sends what
 // became ready. It never blocks for long: at most a short wait when the
@@ -134,6 +121,10 @@ func (d *Device) Progress() {
 	d.progressLocked()
 	d.mu.Unlock()
 }
+
+// rxTransmitEvery is how many received packets the engine handles
+// before it sends what became ready meanwhile.
+const rxTransmitEvery = 64
 
 // maxRxRounds bounds the recvmmsg rounds of one Progress so that sending
 // is not starved by a flood.
@@ -147,6 +138,7 @@ func (d *Device) progressLocked() {
 	d.lastProg.Store(now)
 	d.armWatchdog(now)
 	d.promoteAcks()
+	handled := 0
 	for round := 0; round < maxRxRounds; round++ {
 		n, err := d.rx.recv(d.sock.fd.Int())
 		d.rxFailedLocked(err)
@@ -160,9 +152,19 @@ func (d *Device) progressLocked() {
 				var p []byte
 				p, b = groNext(b, seg)
 				d.handle(p, src)
+				handled++
 				if len(b) == 0 {
 					break
 				}
+			}
+			if handled >= rxTransmitEvery && len(d.ready) > 0 {
+				// A batch of coalesced datagrams holds up to 960
+				// packets: answer (ACKs, READ responses, the next
+				// requests the window lets out) while handling it,
+				// not only at its end, so the peer is not left
+				// waiting with its window full.
+				d.transmit()
+				handled = 0
 			}
 		}
 		if n < batchLen {
@@ -301,33 +303,100 @@ func (d *Device) wait(ctx context.Context, extraFd int) error {
 	return ctx.Err()
 }
 
-// background is the watchdog goroutine: if the owner has not run
-// Progress for an interval (it stopped polling, or sleeps in a wait that
-// does not drive the engine), it runs Progress itself so that ACKs, READ
+// background is the watchdog goroutine: if nobody has run Progress for
+// an interval (the owner stopped polling, or sleeps in a wait that does
+// not drive the engine), it runs Progress itself so that ACKs, READ
 // responses and retransmissions are not held up for the peer. It only
 // tries the engine mutex (TryLock), so it never delays an owner that is
-// progressing. It sleeps on d.wd, whose expiry every Progress pushes back
-// (see armWatchdog): while the owner polls, it does not wake at all.
+// progressing.
+//
+// It has two modes. Timing: it sleeps on d.wd's timer, whose expiry every
+// Progress pushes back (see armWatchdog), so while anyone polls it does
+// not wake at all. Watching: once nobody has run the engine for an
+// interval, or as soon as an owner says it goes to sleep (Sleep), it runs
+// Progress and then sleeps until a packet arrives or an engine timer
+// (retransmission, RNR wait, deferred ACK) is due, and at the latest an
+// interval later (a timer an owner set meanwhile), and runs Progress then
+// too: packets that arrive while nobody polls are received at once. When
+// it wakes and finds that
+// someone else ran the engine since it last looked, that someone polls:
+// it goes back to timing, so a polling owner's packets do not wake it.
 func (d *Device) background() {
 	defer d.wg.Done()
 	iv := d.wdIv
-	for d.wd.wait() {
+	watching := false
+	var seen int64 // watching: the last engine run it knows of
+	for {
+		why := d.wd.wait()
+		if why == 0 {
+			return
+		}
 		select {
 		case <-d.stop:
 			return
 		default:
 		}
-		if idle := d.now() - d.lastProg.Load(); idle < iv {
-			d.wd.armSafe(time.Duration(iv - idle))
+		last := d.lastProg.Load()
+		if d.sleeping.Swap(false) {
+			// An owner goes to sleep: watch from its last run on.
+			watching, seen = true, last
+			d.wd.watch(true)
+		}
+		if watching && last != seen {
+			// Someone else ran the engine since: they poll.
+			watching = false
+			d.wd.watch(false)
+		}
+		if !watching {
+			if idle := d.now() - last; idle < iv {
+				d.wd.armSafe(time.Duration(iv - idle))
+				continue
+			}
+		}
+		if !d.mu.TryLock() {
+			// The owner holds the engine: it runs it.
+			watching = false
+			d.wd.watch(false)
+			d.wd.armSafe(time.Duration(iv))
 			continue
 		}
-		if d.mu.TryLock() {
-			d.progressLocked() // re-arms the timer
+		if d.closed {
+			// Close is under way: the timer may be closed already.
 			d.mu.Unlock()
-		} else {
-			d.wd.armSafe(time.Duration(iv))
+			return
 		}
+		d.progressLocked()
+		seen = d.lastProg.Load()
+		// Wake for packets, for the next engine timer, and at the latest
+		// after an interval: a timer or deferred ACK that an owner's
+		// PostSend or Progress sets meanwhile is not seen here.
+		next := time.Duration(iv)
+		if len(d.acks) > 0 {
+			next = 1
+		} else if d.nextTimer != 0 {
+			next = min(next, time.Duration(max(1, d.nextTimer-d.now())))
+		}
+		d.wd.arm(next)
+		d.mu.Unlock()
+		watching = true
+		d.wd.watch(true)
 	}
+}
+
+// Sleep tells the device that its caller stops running the engine to
+// sleep until a completion event (on a CompChannel it armed a CQ for):
+// the background goroutine then receives the packets that arrive and runs
+// the engine for them, so the caller need not watch the socket (Fd)
+// itself, and several sleepers on one device do not all wake for every
+// packet. It reports whether the device has a background goroutine; if
+// not (Config.ProgressInterval < 0), the caller must watch Fd.
+func (d *Device) Sleep() bool {
+	if d.wd == nil {
+		return false
+	}
+	d.sleeping.Store(true)
+	d.wd.armSafe(1)
+	return true
 }
 
 // armWatchdog pushes the watchdog's expiry back to an interval from now,

@@ -28,23 +28,31 @@ func TestGSOSegmentICRC(t *testing.T) {
 		p.BTH.PSN = uint32(100 + k)
 		p.Payload = payload
 	}
-	d.mu.Lock()
-	for k := range pkts {
-		d.emit(&pkts[k], dst)
-	}
-	n, seg, buf := d.tx.n, d.tx.seg[0], bytes.Clone(d.tx.bufs[0])
-	d.tx.n = 0 // drop the batch unsent
-	d.mu.Unlock()
-	if n != 1 || len(buf) != len(pkts)*seg {
-		t.Fatalf("%d messages, %d bytes of %d-byte segments; want one message of %d segments", n, len(buf), seg, len(pkts))
-	}
-	for k := range pkts {
-		got := buf[k*seg : (k+1)*seg]
-		if want := roce.AppendIPID(nil, &pkts[k], d.LocalAddr(), dst, uint16(k)); !bytes.Equal(got, want) {
-			t.Errorf("segment %d: ICRC %x, want %x (IP ID %d)", k, got[seg-4:], want[seg-4:], k)
+	// Copied (emit) and sent by reference (emitRef: the batch holds the
+	// headers and trailers, the payloads stay where they are).
+	for _, ref := range []bool{false, true} {
+		d.mu.Lock()
+		for k := range pkts {
+			d.emitPacket(&pkts[k], dst, ref)
 		}
-		if err := roce.CheckICRC(got, d.LocalAddr(), dst); err != nil {
-			t.Errorf("segment %d: %v", k, err)
+		n, seg, buf, staged := d.tx.n, d.tx.seg[0], d.tx.message(0), len(d.tx.bufs[0])
+		d.tx.n, d.tx.bytes = 0, 0 // drop the batch unsent
+		d.tx.dropRefs()
+		d.mu.Unlock()
+		if n != 1 || len(buf) != len(pkts)*seg {
+			t.Fatalf("ref %v: %d messages, %d bytes of %d-byte segments; want one message of %d segments", ref, n, len(buf), seg, len(pkts))
+		}
+		if copied := staged == len(buf); copied == ref {
+			t.Errorf("ref %v: the batch buffer holds %d of the message's %d bytes", ref, staged, len(buf))
+		}
+		for k := range pkts {
+			got := buf[k*seg : (k+1)*seg]
+			if want := roce.AppendIPID(nil, &pkts[k], d.LocalAddr(), dst, uint16(k)); !bytes.Equal(got, want) {
+				t.Errorf("ref %v: segment %d: ICRC %x, want %x (IP ID %d)", ref, k, got[seg-4:], want[seg-4:], k)
+			}
+			if err := roce.CheckICRC(got, d.LocalAddr(), dst); err != nil {
+				t.Errorf("ref %v: segment %d: %v", ref, k, err)
+			}
 		}
 	}
 }

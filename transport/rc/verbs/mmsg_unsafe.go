@@ -32,6 +32,27 @@ func setMsg(h *mmsghdr, iov *unix.Iovec, buf []byte, name *unix.RawSockaddrInet4
 	h.len = 0
 }
 
+// setMsgIov points h at the buffers of iov (which must stay where they
+// are until the message is sent), an address and optional control data.
+func setMsgIov(h *mmsghdr, iov []unix.Iovec, name *unix.RawSockaddrInet4, ctrl []byte) {
+	h.hdr = unix.Msghdr{Iov: unsafe.SliceData(iov)}
+	h.hdr.SetIovlen(len(iov))
+	h.hdr.Name = (*byte)(unsafe.Pointer(name))
+	h.hdr.Namelen = unix.SizeofSockaddrInet4
+	if len(ctrl) > 0 {
+		h.hdr.Control = unsafe.SliceData(ctrl)
+		h.hdr.SetControllen(len(ctrl))
+	}
+	h.len = 0
+}
+
+// iovecOf is the iovec of b.
+func iovecOf(b []byte) unix.Iovec {
+	v := unix.Iovec{Base: unsafe.SliceData(b)}
+	v.SetLen(len(b))
+	return v
+}
+
 // rawSendMax is the largest batch sent with a raw system call: a few
 // datagrams without GSO cost microseconds, never long enough to hold up
 // the scheduler or a stop-the-world.

@@ -132,6 +132,7 @@ func (r *requester) flush(qp *QP) {
 // ERR, requests complete at once with WRFlushErr. Packets for the new
 // work are sent before PostSend returns.
 func (qp *QP) PostSend(wrs ...SendWR) (int, error) {
+	racePosted()
 	d := qp.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -398,8 +399,9 @@ func (qp *QP) emitRequest(w *sendWQE, budget int) int {
 		if p.BTH.Opcode.HasImm() {
 			p.Imm = w.wr.Imm
 		}
-		p.Payload = w.payload(off, n, &d.scratch)
-		d.emit(p, qp.dst)
+		var stable bool
+		p.Payload, stable = w.payload(off, n, &d.scratch)
+		d.emitPacket(p, qp.dst, stable)
 		r.setPSN(roce.PSNAdd(r.psn, 1))
 		r.sent++
 		k++
@@ -411,20 +413,23 @@ func (qp *QP) emitRequest(w *sendWQE, budget int) int {
 	return k
 }
 
-// payload returns n bytes of w's data at off, aliasing MR memory when
-// they lie in one SGE and gathered into scratch otherwise.
-func (w *sendWQE) payload(off, n uint64, scratch *[]byte) []byte {
+// payload returns n bytes of w's data at off, aliasing MR memory (or
+// w's inline copy) when they lie in one SGE, and gathered into scratch
+// otherwise. stable says that they alias: they stay untouched until the
+// batch they are emitted into is flushed, while scratch is reused by the
+// next packet.
+func (w *sendWQE) payload(off, n uint64, scratch *[]byte) (b []byte, stable bool) {
 	if n == 0 {
-		return nil
+		return nil, false
 	}
 	if w.inline != nil {
-		return w.inline[off : off+n]
+		return w.inline[off : off+n], true
 	}
 	pos := off
 	for _, s := range w.segs {
 		if pos < uint64(len(s)) {
 			if pos+n <= uint64(len(s)) {
-				return s[pos : pos+n]
+				return s[pos : pos+n], true
 			}
 			break
 		}
@@ -433,9 +438,9 @@ func (w *sendWQE) payload(off, n uint64, scratch *[]byte) []byte {
 	if uint64(cap(*scratch)) < n {
 		*scratch = make([]byte, n)
 	}
-	b := (*scratch)[:n]
+	b = (*scratch)[:n]
 	gather(b, w.segs, off)
-	return b
+	return b, false
 }
 
 func requestOpcode(op WROpcode, first, last bool) roce.Opcode {

@@ -292,6 +292,7 @@ func (qp *QP) recvWrite(p *roce.Packet) bool {
 		qp.nakFatal(psn, roce.NAKInvalidRequest, uct.EventQPRequestError, WCRemInvReqErr, "%v length %d does not fit the DMA length %d", op, n, r.wrLength)
 		return false
 	}
+	raceArrived()
 	copy(r.wrBuf[r.wrOff:], p.Payload)
 	r.wrOff += n
 	if op.IsLast() || op.IsOnly() {
@@ -466,7 +467,7 @@ func (qp *QP) respondLocked(budget int) int {
 				} else {
 					p.Payload = nil
 				}
-				d.emit(p, qp.dst)
+				d.emitRef(p, qp.dst) // MR memory
 				it.cur++
 				budget--
 			}

@@ -104,8 +104,14 @@ type txBatch struct {
 	ctrl [][]byte
 	seg  []int  // segment size of the message's packets
 	nseg []int  // packets in the message
+	mlen []int  // bytes in the message, payloads sent by reference included
 	shut []bool // a short last segment was added: no more
 	n    int    // messages in use
+	// Payloads sent from where they lie, not copied (see txref_linux.go), and
+	// the iovecs of the messages that carry them.
+	refs  []txRef
+	iovs  []unix.Iovec
+	bytes int // bytes in the batch
 }
 
 func (t *txBatch) init(gso bool) {
@@ -129,7 +135,9 @@ func (t *txBatch) init(gso bool) {
 	}
 	t.seg = make([]int, batchLen)
 	t.nseg = make([]int, batchLen)
+	t.mlen = make([]int, batchLen)
 	t.shut = make([]bool, batchLen)
+	t.initRefs()
 }
 
 // slot returns the buffer to append a packet of wireLen bytes for QP dqp
@@ -139,11 +147,13 @@ func (t *txBatch) slot(dst netip.AddrPort, dqp uint32, wireLen int) (int, bool) 
 	if t.n > 0 {
 		i := t.n - 1
 		if t.gso && t.dap[i] == dst && t.dqp[i] == dqp && !t.shut[i] && t.nseg[i] < gsoMaxSegs &&
-			len(t.bufs[i])+wireLen <= gsoMaxLen && wireLen <= t.seg[i] {
+			t.mlen[i]+wireLen <= gsoMaxLen && wireLen <= t.seg[i] {
 			if wireLen < t.seg[i] {
 				t.shut[i] = true
 			}
 			t.nseg[i]++
+			t.mlen[i] += wireLen
+			t.bytes += wireLen
 			return i, true
 		}
 	}
@@ -158,7 +168,9 @@ func (t *txBatch) slot(dst netip.AddrPort, dqp uint32, wireLen int) (int, bool) 
 	t.dst[i] = sockaddrOf(dst)
 	t.seg[i] = wireLen
 	t.nseg[i] = 1
+	t.mlen[i] = wireLen
 	t.shut[i] = false
+	t.bytes += wireLen
 	return i, true
 }
 
@@ -168,11 +180,18 @@ func (t *txBatch) flush(fd int, ctr *Counters) {
 	if t.n == 0 {
 		return
 	}
+	iv, r := t.iovs[:0], 0
 	for i := 0; i < t.n; i++ {
 		var ctrl []byte
 		if t.nseg[i] > 1 {
 			putSegmentCmsg(t.ctrl[i], uint16(t.seg[i]))
 			ctrl = t.ctrl[i]
+		}
+		if r < len(t.refs) && t.refs[r].msg == i {
+			start := len(iv)
+			iv, r = t.appendIovecs(iv, i, r)
+			setMsgIov(&t.msgs[i], iv[start:], &t.dst[i], ctrl)
+			continue
 		}
 		setMsg(&t.msgs[i], &t.iov[i], t.bufs[i], &t.dst[i], ctrl)
 	}
@@ -208,6 +227,8 @@ func (t *txBatch) flush(fd int, ctr *Counters) {
 		ctr.TxDropped += uint64(t.nseg[i])
 	}
 	t.n = 0
+	t.bytes = 0
+	t.dropRefs()
 }
 
 // small reports whether the messages from i on are single datagrams

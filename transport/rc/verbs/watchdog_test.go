@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // TestWatchdogProgresses: b's owner never runs the engine, so only b's
@@ -48,5 +49,34 @@ func TestWatchdogCloseEnds(t *testing.T) {
 	if n := runtime.NumGoroutine(); n > before+2 {
 		buf := make([]byte, 1<<20)
 		t.Fatalf("%d goroutines before, %d after closing 20 devices:\n%s", before, n, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// TestWatchdogTimerSetBySleeper: an owner that said it sleeps (Sleep),
+// so that the watchdog watches the socket, then posts a WRITE to a peer
+// that never answers and runs the engine no more: the watchdog still
+// fires the WRITE's ACK timeout, which the owner's PostSend armed
+// behind its back.
+func TestWatchdogTimerSetBySleeper(t *testing.T) {
+	a, b := pair(t, rigOpts{timeout: 8}) // 1 ms: the shortest ACK timeout (2^8 * 4.096 us)
+	if !a.d.Sleep() {
+		t.Fatal("no watchdog")
+	}
+	// Let the watchdog take the kick and settle in its watching mode.
+	time.Sleep(20 * time.Millisecond)
+	// The peer receives nothing, so never ACKs.
+	if err := b.d.SetRDMADisabled(true); err != nil {
+		t.Fatal(err)
+	}
+	wr := SendWR{ID: 1, Opcode: WRRDMAWrite, Flags: SendSignaled, SG: []SGE{a.mr.SGE(0, 64)},
+		RemoteAddr: b.mr.Addr(), RKey: b.mr.RKey()}
+	if _, err := a.qp.PostSend(wr); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(testTimeout); a.d.Counters().Timeouts == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the WRITE's ACK timeout never fired: counters %+v", a.d.Counters())
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
