@@ -161,21 +161,26 @@ func (l Lane) String() string {
 
 // Select picks the lane to move to when lanes[failed] fails: the first
 // lane in preference order (the order of lanes) that is up, other than
-// the failed one, and allowed by the mode. ok is false when there is
+// the failed one, and allowed by the mode; if none is up, the first that
+// is suspect (it missed a probe but still carries traffic, which a
+// loaded host's late answers also cause), since moving there keeps the
+// endpoint while failing it would end it. ok is false when there is
 // none.
 func (p Policy) Select(lanes []Lane, failed int) (idx int, ok bool) {
 	if p.Mode == Off || failed < 0 || failed >= len(lanes) {
 		return -1, false
 	}
 	from := lanes[failed]
-	for i, l := range lanes {
-		if i == failed || l.Health != Up {
-			continue
+	for _, want := range [...]State{Up, Suspect} {
+		for i, l := range lanes {
+			if i == failed || l.Health != want {
+				continue
+			}
+			if p.Mode == SameTransport && l.Transport != from.Transport {
+				continue
+			}
+			return i, true
 		}
-		if p.Mode == SameTransport && l.Transport != from.Transport {
-			continue
-		}
-		return i, true
 	}
 	return -1, false
 }

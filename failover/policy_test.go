@@ -124,7 +124,14 @@ func TestSelect(t *testing.T) {
 	lanes[1].Health = Probing
 	check("same from rail 1, rail 0 probing", same, 2, -1)
 	lanes[1].Health = Suspect
-	check("a suspect lane is not chosen", any, 2, -1)
+	check("same from rail 1, rail 0 suspect", same, 2, 1)
+	lanes[0].Health = Suspect
+	lanes[1].Health = Up
+	check("any from rail 1, rail 0 up, shm suspect", any, 2, 1)
+	lanes[1].Health = Suspect
+	check("no lane up: the first suspect one", any, 2, 0)
+	lanes[0].Health, lanes[1].Health = Failed, Failed
+	check("none up or suspect", any, 2, -1)
 	check("off", Policy{}, 2, -1)
 	check("out of range", any, 7, -1)
 }
