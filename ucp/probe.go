@@ -151,6 +151,14 @@ func (w *Worker) judgeProbes(ep *Endpoint, now time.Time) {
 		if !w.otherLaneHeard(ep, li, ln.prb.sent, ln.prb.sentT) {
 			continue
 		}
+		if _, ok := w.cfg.Failover.Select(ep.foLanes(), li); !ok {
+			// no lane the traffic could move to (the one that answered
+			// is failed or coming back, as in a flap): a miss here would
+			// only end the endpoint, so it is not counted; the lane's
+			// own retries still fail it if its path is gone
+			ln.prb.out = false
+			continue
+		}
 		ln.prb.out = false
 		w.stats.Probes.Missed++
 		last := ln.prb.heard
