@@ -229,6 +229,14 @@ func (w *Worker) finishChunks(r *Request, err error) {
 		}
 	}
 	r.xall = nil
+	if err != nil && r.kind == kFlush && r.ep != nil && r.ep.fo != nil && r.ep.err == nil && w.cfg.Failover.ShouldFailOver(err) {
+		// a lane failed under the flush: its messages are replayed on
+		// another lane, so the flush waits for their acks again and
+		// flushes the lanes that carry then
+		r.flushN = 0
+		w.flushers = append(w.flushers, r)
+		return
+	}
 	if err != nil {
 		w.failRndv(r, err)
 		return
