@@ -104,18 +104,7 @@ func (r *Rails) setup() error {
 	if err != nil {
 		return err
 	}
-	ends := append(append([]*NS(nil), r.A...), r.B...)
-	for _, e := range ends {
-		if err := e.configure(); err != nil {
-			return err
-		}
-	}
-	for _, e := range ends {
-		if err := e.waitRunning(waitCarrier); err != nil {
-			return err
-		}
-	}
-	return nil
+	return r.configureEnds()
 }
 
 // Close deletes the veth pairs and both namespaces. It is idempotent.
@@ -151,4 +140,21 @@ func (r *Rails) Close() error {
 		}
 	})
 	return r.err
+}
+
+// configureEnds gives every rail end its address and waits until each
+// has carrier.
+func (r *Rails) configureEnds() error {
+	ends := append(append([]*NS(nil), r.A...), r.B...)
+	for _, e := range ends {
+		if err := e.configure(); err != nil {
+			return err
+		}
+	}
+	for _, e := range ends {
+		if err := e.waitRunning(waitCarrier); err != nil {
+			return err
+		}
+	}
+	return nil
 }

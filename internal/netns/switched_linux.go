@@ -92,18 +92,7 @@ func (r *Rails) setupSwitched() error {
 	if err != nil {
 		return err
 	}
-	ends := append(append([]*NS(nil), r.A...), r.B...)
-	for _, e := range ends {
-		if err := e.configure(); err != nil {
-			return err
-		}
-	}
-	for _, e := range ends {
-		if err := e.waitRunning(waitCarrier); err != nil {
-			return err
-		}
-	}
-	return nil
+	return r.configureEnds()
 }
 
 // closeHub deletes the hub's ports and bridges, then the hub namespace.
