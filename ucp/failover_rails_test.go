@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -138,48 +135,8 @@ func foRailsWorld(t *testing.T, role string, cfg Config, timeout time.Duration, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.SourceTagMask = srcMask
-	nd := &node{t: t, n: 2, procs: make([]*exec.Cmd, 2), errs: make(chan epErr, 16)}
-	env = append([]string{EnvTLS + "=rc", EnvNetDevices + "=all", epTimeoutEnv + "=" + timeout.String()}, env...)
-	getenv := func(k string) string {
-		for _, kv := range env {
-			if a, b, _ := strings.Cut(kv, "="); a == k {
-				return b
-			}
-		}
-		return ""
-	}
-	err = rails.A[0].Do(func() error {
-		ctx, err := newContext(cfg, getenv)
-		if err != nil {
-			return err
-		}
-		w, err := ctx.NewWorker()
-		if err != nil {
-			ctx.Close()
-			return err
-		}
-		nd.ctx, nd.w = ctx, w
-		t.Cleanup(func() {
-			w.Close()
-			ctx.Close()
-		})
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("worker in %s: %v", rails.A[0].Name(), err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	inW, _, a := nd.startChild(rails.B[0].Command(self, "-test.run=^$"), role, 1, env)
-	addrs := []string{hex.EncodeToString(nd.w.Address()), a}
-	fmt.Fprintln(inW, strings.Join(addrs, " "))
-	if err := rails.A[0].Do(func() error { return nd.connectAll(addrs) }); err != nil {
-		t.Fatalf("connect from %s: %v", rails.A[0].Name(), err)
-	}
-	return nd, rails
+	env = append([]string{epTimeoutEnv + "=" + timeout.String()}, env...)
+	return railsWorldOn(t, rails, role, cfg, env...), rails
 }
 
 // foStream is the operations a failover test posts to a fosink child, and
