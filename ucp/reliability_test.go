@@ -41,7 +41,7 @@ import (
 const (
 	relTagData  = 500
 	relAMID     = 500
-	relMaxOps   = 1 << 16 // bound on the operations of one scenario
+	relMaxOps   = 1 << 18 // bound on the operations of one scenario
 	relWindow   = 32      // requests outstanding at a time
 	relRndvLen  = 64 << 10
 	relAMRndv   = 24 << 10
