@@ -14,6 +14,8 @@
 // end-to-end check such as the RoCE ICRC notices). The configuration
 // lives in an array map, so [Fault.Set] changes it while traffic flows;
 // per-CPU counters report what was seen, dropped and corrupted.
+// [Config].AllIPv4 instead drops every IPv4 packet, TCP included: a path
+// that carries nothing, the connection manager's dials included.
 //
 // tcx was chosen over XDP because it works the same on both directions
 // and on any device, veth included, without a program on the peer.

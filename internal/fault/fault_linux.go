@@ -41,6 +41,10 @@ type Config struct {
 	// too short to hold that byte pass unchanged.
 	Corrupt       bool
 	CorruptOffset uint16
+	// AllIPv4 drops every IPv4 packet, TCP included (the connection
+	// manager's traffic), as a path that carries nothing at all does.
+	// The other fields must be zero.
+	AllIPv4 bool
 }
 
 func (c Config) encode() ([]byte, error) {
@@ -49,6 +53,12 @@ func (c Config) encode() ([]byte, error) {
 	}
 	var flags uint32
 	var threshold uint32
+	if c.AllIPv4 {
+		if c.Fraction != 0 || c.OnlyUDPPort != 0 || c.OnlyDestQPN != nil || c.BlackHole || c.Corrupt || c.CorruptOffset != 0 {
+			return nil, fmt.Errorf("%w: AllIPv4 takes no other field", ErrConfig)
+		}
+		flags |= flagAllIPv4
+	}
 	switch {
 	case c.Fraction >= 1:
 		flags |= flagAlways

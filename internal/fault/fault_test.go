@@ -319,9 +319,71 @@ func TestEgressBlackHole(t *testing.T) {
 	}
 }
 
+// TestAllIPv4: with AllIPv4 on B's ingress neither UDP nor a TCP
+// connection gets through; closed, both do.
+func TestAllIPv4(t *testing.T) {
+	r := newRig(t)
+	var ln net.Listener
+	err := r.p.B.Do(func() (err error) {
+		ln, err = net.Listen("tcp", netip.AddrPortFrom(r.p.B.Addr(), 0).String())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	dialTCP := func() error {
+		return r.p.A.Do(func() error {
+			c, err := net.DialTimeout("tcp", ln.Addr().String(), 500*time.Millisecond)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		})
+	}
+	if err := dialTCP(); err != nil {
+		t.Fatalf("before the fault: %v", err)
+	}
+	f := r.attach(t, Ingress, r.p.B, Config{AllIPv4: true})
+	if err := dialTCP(); err == nil {
+		t.Fatal("a TCP connection got through AllIPv4")
+	}
+	for i := 0; i < 10; i++ {
+		if _, err := r.tx.Write([]byte("gone")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	collect(t, r.rx, 0)
+	if seen, dropped := f.Counters(); seen < 11 || dropped != seen {
+		t.Fatalf("seen %d dropped %d, want at least 11, all dropped", seen, dropped)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dialTCP(); err != nil {
+		t.Fatalf("after the fault: %v", err)
+	}
+	if _, err := r.tx.Write([]byte("back")); err != nil {
+		t.Fatal(err)
+	}
+	if got := collect(t, r.rx, 1); string(got[0]) != "back" {
+		t.Fatalf("got %q", got[0])
+	}
+}
+
 func TestBadConfig(t *testing.T) {
 	big := uint32(1 << 24)
-	for _, c := range []Config{{Fraction: -0.1}, {Fraction: 1.5}, {OnlyDestQPN: &big}} {
+	for _, c := range []Config{{Fraction: -0.1}, {Fraction: 1.5}, {OnlyDestQPN: &big},
+		{AllIPv4: true, BlackHole: true}, {AllIPv4: true, OnlyUDPPort: testPort}} {
 		if _, err := c.encode(); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: %v, want ErrConfig", c, err)
 		}

@@ -26,6 +26,7 @@ const (
 	flagPort
 	flagQPN
 	flagAlways
+	flagAllIPv4
 )
 
 // Per-CPU counter indices.
@@ -131,7 +132,9 @@ func (b *builder) count(ctrFD int, idx int32) {
 // program is a tc (tcx) classifier for Ethernet frames:
 //
 //	R6 ctx, R7 config, R8 flags, R9 UDP header offset
-//	if not IPv4/UDP (first fragment), or port/QPN filters miss: pass
+//	if not IPv4: pass
+//	if all IPv4: seen++, dropped++, drop
+//	if not UDP (first fragment), or port/QPN filters miss: pass
 //	seen++
 //	if black hole, or always, or prandom < threshold:
 //	    corrupt ? flip the configured word, fix the UDP checksum, corrupted++, pass
@@ -154,6 +157,21 @@ func program(cfgFD, ctrFD int) asm.Instructions {
 		asm.JNE.Imm(asm.R1, be16(0x0800), pass),
 		asm.Mov.Imm(asm.R9, ethHdrLen),
 	)
+	// Every IPv4 packet, whatever its protocol: a path that carries
+	// nothing at all.
+	onlyUDP := b.fresh()
+	b.emit(
+		asm.Mov.Reg(asm.R1, asm.R8),
+		asm.And.Imm(asm.R1, flagAllIPv4),
+		asm.JEq.Imm(asm.R1, 0, onlyUDP),
+	)
+	b.count(ctrFD, ctrSeen)
+	b.count(ctrFD, ctrDropped)
+	b.emit(
+		asm.Mov.Imm(asm.R0, tcShot),
+		asm.Return(),
+	)
+	b.label(onlyUDP)
 	b.loadBytes(asm.R9, stIP, 20, pass)
 	b.emit(
 		asm.LoadMem(asm.R1, asm.RFP, stIP, asm.Byte),
