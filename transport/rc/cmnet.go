@@ -162,22 +162,33 @@ func cmDial(ctx context.Context, peer netip.AddrPort, req cmMsg, timeout time.Du
 		}
 		return nil, cmMsg{}, fmt.Errorf("rc cm: dial %s: %w: %w", peer, st, err)
 	}
-	c := nc.(*net.TCPConn)
+	return cmExchange(ctx, nc.(*net.TCPConn), peer, req)
+}
+
+// cmExchange sends req on c, a connection to peer's CM port (connected,
+// or still connecting), and reads the answer, within ctx. On REP it
+// returns c; otherwise it closes c.
+func cmExchange(ctx context.Context, c *net.TCPConn, peer netip.AddrPort, req cmMsg) (*net.TCPConn, cmMsg, error) {
 	deadline, _ := ctx.Deadline()
 	c.SetDeadline(deadline)
+	// a canceled ctx ends the wait at once
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
+	defer stop()
+	status := func(err error) error {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return uct.ErrTimedOut
+		}
+		return uct.ErrUnreachable
+	}
 	if _, err := c.Write(req.encode()); err != nil {
 		c.Close()
-		return nil, cmMsg{}, fmt.Errorf("rc cm: send REQ to %s: %w: %w", peer, uct.ErrUnreachable, err)
+		return nil, cmMsg{}, fmt.Errorf("rc cm: send REQ to %s: %w: %w", peer, status(err), err)
 	}
 	rep, err := readCM(c)
 	if err != nil {
 		c.Close()
-		st := uct.ErrUnreachable
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			st = uct.ErrTimedOut
-		}
-		return nil, cmMsg{}, fmt.Errorf("rc cm: read REP from %s: %w: %w", peer, st, err)
+		return nil, cmMsg{}, fmt.Errorf("rc cm: read REP from %s: %w: %w", peer, status(err), err)
 	}
 	switch rep.Type {
 	case cmREP:
@@ -194,6 +205,11 @@ func cmDial(ctx context.Context, peer netip.AddrPort, req cmMsg, timeout time.Du
 	default:
 		c.Close()
 		return nil, cmMsg{}, fmt.Errorf("rc cm: %s answered with message type %d: %w", peer, rep.Type, uct.ErrUnreachable)
+	}
+	if !stop() {
+		// ctx ended as the answer came: the caller gave up waiting
+		c.Close()
+		return nil, cmMsg{}, fmt.Errorf("rc cm: %s answered after the wait ended: %w", peer, uct.ErrTimedOut)
 	}
 	c.SetDeadline(time.Time{})
 	c.SetKeepAlive(true)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -78,6 +79,7 @@ type Iface struct {
 	// mu guards what the connection manager's goroutines touch.
 	mu      sync.Mutex
 	eps     map[uint32]*Endpoint // by local QPN
+	dialing map[*connecting]bool // StartConnect's connections not yet finished or canceled (iface goroutine)
 	passive map[uint32]*passiveQP
 	closed  bool
 
@@ -391,8 +393,31 @@ func connectQP(qp *verbs.QP, gid netip.Addr, udpPort uint16, dqpn, rqpsn, sqpsn 
 }
 
 // Connect creates an endpoint to the iface at addr: a QP connected to one
-// the peer creates through its connection manager.
+// the peer creates through its connection manager. It waits for the
+// peer's answer (up to params.Timeout); StartConnect does not.
 func (it *Iface) Connect(addr []byte, params uct.EPParams) (uct.Endpoint, error) {
+	d, err := it.prepareConnect(addr, params)
+	if err != nil {
+		return nil, err
+	}
+	conn, rep, err := cmDial(context.Background(), netip.AddrPortFrom(d.a.IP, d.a.CMPort), d.req, d.timeout)
+	return it.finishConnect(d, conn, rep, err)
+}
+
+// dial is a connection on its way: the local QP and the request sent to
+// the peer's connection manager.
+type dial struct {
+	a       Address
+	peer    string
+	qp      *verbs.QP
+	psn     uint32
+	req     cmMsg
+	timeout time.Duration
+}
+
+// prepareConnect checks the iface and creates the QP of a connection to
+// addr (iface goroutine).
+func (it *Iface) prepareConnect(addr []byte, params uct.EPParams) (*dial, error) {
 	a, err := DecodeAddress(addr)
 	if err != nil {
 		return nil, uct.NewOpError(transportName, "connect", "", uct.ErrInvalidAddress, err)
@@ -419,12 +444,18 @@ func (it *Iface) Connect(addr []byte, params uct.EPParams) (uct.Endpoint, error)
 	local := it.dev.LocalAddr()
 	req := cmMsg{Type: cmREQ, GID: local.Addr(), UDPPort: local.Port(), QPN: qp.QPNum(), PSN: psn,
 		MTU: uint16(it.mtu.Bytes()), Nonce: it.nonce, DstNonce: a.Nonce, Window: amWindow}
-	conn, rep, err := cmDial(context.Background(), netip.AddrPortFrom(a.IP, a.CMPort), req, timeout)
-	if err != nil {
+	return &dial{a: a, peer: peer, qp: qp, psn: psn, req: req, timeout: timeout}, nil
+}
+
+// finishConnect makes the endpoint of d from the peer's answer (or
+// dialErr), on the iface goroutine.
+func (it *Iface) finishConnect(d *dial, conn *net.TCPConn, rep cmMsg, dialErr error) (uct.Endpoint, error) {
+	a, peer, qp := d.a, d.peer, d.qp
+	if dialErr != nil {
 		qp.Close()
-		return nil, uct.NewOpError(transportName, "connect", peer, uct.OK, err)
+		return nil, uct.NewOpError(transportName, "connect", peer, uct.OK, dialErr)
 	}
-	if err := connectQP(qp, a.IP, a.UDPPort, rep.QPN, rep.PSN, psn, it.pathMTU(rep.MTU), timeout); err != nil {
+	if err := connectQP(qp, a.IP, a.UDPPort, rep.QPN, rep.PSN, d.psn, it.pathMTU(rep.MTU), d.timeout); err != nil {
 		conn.Close()
 		qp.Close()
 		return nil, uct.NewOpError(transportName, "connect", peer, uct.ErrUnreachable, err)
@@ -702,6 +733,9 @@ func (it *Iface) Close() error {
 		it.mu.Unlock()
 		for _, ep := range eps {
 			err = multierr.Append(err, ep.Close())
+		}
+		for c := range it.dialing {
+			c.Cancel()
 		}
 		it.mu.Lock()
 		it.closed = true
