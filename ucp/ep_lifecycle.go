@@ -169,6 +169,7 @@ func (w *Worker) closeEP(ep *Endpoint, force bool, status uct.Status) {
 func (w *Worker) closeLanes(ep *Endpoint) {
 	w.dropAMFrags(ep) // no more fragments can arrive
 	for i := range ep.lanes {
+		w.cancelDial(&ep.lanes[i])
 		if ep.lanes[i].ep != nil {
 			w.laneClose = append(w.laneClose, ep.lanes[i].ep)
 			ep.lanes[i].ep = nil

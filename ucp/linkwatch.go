@@ -1,6 +1,7 @@
 package ucp
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -131,6 +132,12 @@ const rebuildAttempts = 24
 // attempt, unless its attempts are used up.
 func (w *Worker) postLinkLater(ev *linkEvent, err error) {
 	pol := &w.cfg.Failover
+	if errors.Is(err, uct.ErrInProgress) {
+		// a lane's connection waits for the peer (lanedial.go): not an
+		// attempt; look again after the longest backoff
+		time.AfterFunc(max(pol.MaxBackoff, pol.Backoff), func() { w.postLink(ev) })
+		return
+	}
 	if ev.try >= max(pol.Attempts, rebuildAttempts) {
 		slog.Warn("ucp: a lane of a device that came back could not be rebuilt", "attempts", ev.try, "err", err)
 		return
@@ -277,9 +284,12 @@ func (w *Worker) rebuildLane(ep *Endpoint, li int, st uct.Status) error {
 	if !w.canPost() {
 		return uct.ErrBusy // another goroutine holds the transports: later
 	}
-	uep, err := ln.wi.it.Connect(ln.raddr, uct.EPParams{Timeout: ep.params.Timeout})
+	uep, err := w.laneConnect(ep, li)
+	// a connection waiting for the peer is this rebuild's: the probes
+	// leave it alone (reconnectProbe)
+	ln.prb.rebuilding = err == uct.ErrInProgress
 	if err != nil {
-		return err
+		return err // uct.ErrInProgress: asked again later (postLinkLater)
 	}
 	if ln.ep != nil {
 		w.laneClose = append(w.laneClose, ln.ep)

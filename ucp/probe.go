@@ -64,8 +64,11 @@ type laneProbe struct {
 	sentT tsc.Ticks // the same on the time-stamp counter (lane.heard's)
 	heard time.Time // when the lane last answered a probe
 	// dialed is when the lane was last connected again for its probes
-	// (reconnectProbe).
-	dialed time.Time
+	// (reconnectProbe); dial is that connection, or rebuildLane's, while
+	// it waits for the peer (lanedial.go).
+	dialed     time.Time
+	dial       uct.Connecting
+	rebuilding bool // dial is rebuildLane's
 }
 
 // ProbeStats counts the worker's per-lane probes (WorkerStats.Probes).
@@ -236,6 +239,9 @@ func (w *Worker) sendProbe(ep *Endpoint, li int, now time.Time) {
 func (w *Worker) reconnectProbe(ep *Endpoint, li int, now time.Time) bool {
 	ln := &ep.lanes[li]
 	pol := &w.cfg.Failover
+	if ln.prb.rebuilding {
+		return false // the device watcher's rebuild is connecting the lane
+	}
 	if ln.nicDown && !ln.wi.deviceDown() {
 		// our device is usable again but its watcher has not rebuilt
 		// the lane (no watcher, or its report still queued): the
@@ -243,13 +249,15 @@ func (w *Worker) reconnectProbe(ep *Endpoint, li int, now time.Time) bool {
 		ln.nicDown = false
 	}
 	if ln.ep != nil || ln.failed == nil || ln.nicDown || ln.rnicDown || ln.raddr == nil ||
-		now.Sub(ln.prb.dialed) < pol.ProbeInterval*time.Duration(pol.ProbeMisses) {
+		ln.prb.dial == nil && now.Sub(ln.prb.dialed) < pol.ProbeInterval*time.Duration(pol.ProbeMisses) {
 		return false
 	}
-	ln.prb.dialed = now
-	uep, err := ln.wi.it.Connect(ln.raddr, uct.EPParams{Timeout: ep.params.Timeout})
+	if ln.prb.dial == nil {
+		ln.prb.dialed = now
+	}
+	uep, err := w.laneConnect(ep, li)
 	if err != nil {
-		return false
+		return false // not yet answered (each probe round asks again), or failed
 	}
 	ln.ep, ln.bindSent = uep, false
 	m := laneBind{dst: ep.rid, token: ep.laneToken()}
