@@ -37,6 +37,13 @@
 // process died and its kernel closed the socket), with uct.ErrPeerFailed
 // (watched by one goroutine per endpoint, off the hot path).
 //
+// Connect waits for the peer's answer. StartConnect (uct.ConnectStarter)
+// creates the QP and starts the TCP connect on the caller's thread, in its
+// network namespace, and returns; a goroutine of its own sends REQ and
+// waits for the answer, and Connecting.Finish, called from the Progress
+// goroutine, brings the QP to RTS and makes the endpoint. Connecting.Cancel
+// or the iface's Close abandons a connection still pending.
+//
 // # Data path
 //
 // AMShort and small AMBcopy messages are SEND_WITH_IMM with inline data,
@@ -98,7 +105,8 @@
 // length).
 //
 // An iface and its endpoints are used from one goroutine at a time (the
-// Progress goroutine): posting, Progress, Arm, Wait, Connect and Close
+// Progress goroutine): posting, Progress, Arm, Wait, Connect,
+// StartConnect, Connecting's methods and Close
 // share the iface's unlocked queues, so a user driving them from several
 // goroutines serializes every call (as ucp's thread-safe worker does with
 // its transport lock); only Wake is safe from any goroutine. An MD's
