@@ -2,6 +2,7 @@ package ucp
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/ucp/internal/match"
@@ -54,6 +55,12 @@ func (w *Worker) newEP(a Address, p EPParams, named bool) (*Endpoint, error) {
 	}
 	if w.cfg.Failover.Mode != failover.Off {
 		ep.seqStart()
+		for i := range ep.lanes {
+			// a rail still connecting (connectRails) starts failed
+			if ln := &ep.lanes[i]; ln.failed != nil && ln.health != nil {
+				ln.health.Fault(ln.failed, time.Now())
+			}
+		}
 	}
 	for i := range ep.lanes {
 		i := i

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -23,6 +24,9 @@ func (w *Worker) connectLanes(ep *Endpoint, a Address, p EPParams) []error {
 	standby := len(ep.lanes) > 0
 	if standby && !w.standbyLanes() {
 		return errs
+	}
+	if !first && len(netc) > 1 && w.cfg.Failover.Mode != failover.Off {
+		return append(errs, w.connectRails(ep, netc, p, standby)...)
 	}
 	for _, c := range netc {
 		if err := w.connectLane(ep, c, p, standby); err != nil {

@@ -21,7 +21,9 @@ import (
 //     cannot reach each other are not tried. When no pair is known to be
 //     reachable (a routed network, or a transport whose addresses say
 //     nothing of it), the pairs are tried in order and the first that
-//     connects is the one lane;
+//     connects is the one lane. With failover on, the rails connect
+//     together, and a rail that does not answer within a grace after the
+//     first lane joins as a failed lane its probes finish (connectRails);
 //   - with failover to any transport (Config.Failover.Mode AnyTransport),
 //     on one host, the network lanes as well, as standby lanes: pickLanes
 //     leaves them idle while a shared-memory lane is healthy.

@@ -198,18 +198,23 @@ type relScenario struct {
 	epTimeout time.Duration
 	mode      string // UCGO_FAILOVER of both sides; "": relMode()
 	noWatch   bool   // no device watchers on either side
+	// early: a fault injected before the endpoints connect (undone by
+	// the test)
+	early func(s *relRun) (undo func() error, err error)
 }
 
 // relRun is one scenario's state in the generator.
 type relRun struct {
-	t     *testing.T
-	sc    relScenario
-	rails *netns.Rails
-	nd    *node
-	ep    *Endpoint
-	raddr uint64
-	rkey  *RKey
-	child *testproc.Child
+	t           *testing.T
+	earlyUndo   func() error  // undoes sc.early's fault
+	connectTook time.Duration // our Connect
+	sc          relScenario
+	rails       *netns.Rails
+	nd          *node
+	ep          *Endpoint
+	raddr       uint64
+	rkey        *RKey
+	child       *testproc.Child
 
 	ops     []reliability.Op
 	expect  []uint64 // gets: the value expected
@@ -312,10 +317,20 @@ func relStart(t *testing.T, sc relScenario) *relRun {
 	in, _, a := s.nd.startChild(rails.B[0].Command(self, testproc.Args...), "reliability", 1, envs)
 	s.child = s.nd.kids[1]
 	addrs := []string{hex.EncodeToString(s.nd.w.Address()), a}
+	if sc.early != nil {
+		undo, err := sc.early(s)
+		s.earlyUndo = undo
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { undo() })
+	}
 	fmt.Fprintln(in, strings.Join(addrs, " "))
+	connectAt := time.Now()
 	if err := rails.A[0].Do(func() error { return s.nd.connectAll(addrs) }); err != nil {
 		t.Fatal(err)
 	}
+	s.connectTook = time.Since(connectAt)
 	s.ep = s.nd.eps[1]
 	var line, word, keyHex string
 	if err := s.child.Scan(childWait, &line); err != nil || line != connectedLine {
