@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/ucgo/ucgo/failover"
-	"github.com/ucgo/ucgo/internal/tsc"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -47,9 +46,9 @@ type lane struct {
 	keys   *keyCache // unpacked rendezvous keys of the peer
 
 	// failover (failover.go): the lane's health, nil with failover off,
-	// and when it last showed a sign of life
+	// and its signs of life (heard.go)
 	health *failover.Health
-	heard  tsc.Ticks
+	hd     laneHeard
 
 	laneInfo // the lane set's (laneset.go)
 

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/ucgo/ucgo/failover"
-	"github.com/ucgo/ucgo/internal/tsc"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -61,7 +60,7 @@ type laneProbe struct {
 	seq   uint32    // number of the last probe sent
 	out   bool      // that probe is unanswered
 	sent  time.Time // when it was sent
-	sentT tsc.Ticks // the same on the time-stamp counter (lane.heard's)
+	sentR uint64    // the round of the lanes' signs of life it was sent in (heard.go)
 	heard time.Time // when the lane last answered a probe
 	// dialed is when the lane was last connected again for its probes
 	// (reconnectProbe).
@@ -112,6 +111,7 @@ func (w *Worker) probeRound(now time.Time) {
 		w.probeDue.Store(true) // the transport lock's holder runs it later
 		return
 	}
+	w.markHeard()
 	for _, ep := range append([]*Endpoint(nil), w.live...) {
 		if ep.err != nil || ep.closed || !ep.ridKnown || len(ep.lanes) < 2 {
 			continue
@@ -140,7 +140,7 @@ func (w *Worker) judgeProbes(ep *Endpoint, now time.Time) {
 			continue
 		}
 		h := w.laneHealth(ln, now)
-		if h.State().Carries() && ln.heard > ln.prb.sentT {
+		if h.State().Carries() && ln.hd.round > ln.prb.sentR {
 			// Traffic arrived on the lane since the probe left: the
 			// lane is alive (a busy peer may answer late, or not at
 			// all when its own queue is full).
@@ -148,7 +148,7 @@ func (w *Worker) judgeProbes(ep *Endpoint, now time.Time) {
 			h.Heard(now)
 			continue
 		}
-		if !w.otherLaneHeard(ep, li, ln.prb.sent, ln.prb.sentT) {
+		if !w.otherLaneHeard(ep, li, ln.prb.sent, ln.prb.sentR) {
 			continue
 		}
 		if _, ok := w.cfg.Failover.Select(ep.foLanes(), li); !ok {
@@ -184,11 +184,11 @@ func (w *Worker) judgeProbes(ep *Endpoint, now time.Time) {
 }
 
 // otherLaneHeard reports whether a lane of ep other than li answered a
-// probe or carried traffic from the peer after since (sinceT on the
-// time-stamp counter that times traffic).
-func (w *Worker) otherLaneHeard(ep *Endpoint, li int, since time.Time, sinceT tsc.Ticks) bool {
+// probe after since or carried traffic from the peer after round sinceR
+// of the lanes' signs of life (heard.go).
+func (w *Worker) otherLaneHeard(ep *Endpoint, li int, since time.Time, sinceR uint64) bool {
 	for j := range ep.lanes {
-		if j != li && (ep.lanes[j].prb.heard.After(since) || ep.lanes[j].heard > sinceT) {
+		if j != li && (ep.lanes[j].prb.heard.After(since) || ep.lanes[j].hd.round > sinceR) {
 			return true
 		}
 	}
@@ -221,7 +221,7 @@ func (w *Worker) sendProbe(ep *Endpoint, li int, now time.Time) {
 		return
 	}
 	ln.prb.seq++
-	ln.prb.out, ln.prb.sent, ln.prb.sentT = true, now, tsc.Now()
+	ln.prb.out, ln.prb.sent, ln.prb.sentR = true, now, w.hr.n
 }
 
 // reconnectProbe connects lane li of ep again so that its probes can
@@ -307,7 +307,8 @@ func (w *Worker) onProbeRep(arg any, data []byte, _ uct.AMFlags) {
 		return
 	}
 	now := time.Now()
-	ln.prb.out, ln.prb.heard, ln.heard = false, now, tsc.Now()
+	ln.prb.out, ln.prb.heard = false, now
+	ln.hd.gotNow()
 	w.stats.Probes.Answered++
 	tr := w.laneHealth(ln, now).Heard(now)
 	if tr.Changed() && tr.From == failover.Probing && tr.To == failover.Up {

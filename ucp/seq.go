@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/ucgo/ucgo/failover"
-	"github.com/ucgo/ucgo/internal/tsc"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -386,18 +385,6 @@ func (w *Worker) onSeqAck(arg any, data []byte, _ uct.AMFlags) {
 	w.seqTakeAck(ep, ack)
 	if flags&seqAckWant != 0 {
 		w.seqAck(ep, false)
-	}
-}
-
-// heardOn records a sign of life on the lane whose iface is arg (lock
-// held). It reads the time-stamp counter: a message's cost must stay
-// small.
-func (ep *Endpoint) heardOn(arg any) {
-	wi, _ := arg.(*wiface)
-	for i := range ep.lanes {
-		if ep.lanes[i].wi == wi {
-			ep.lanes[i].heard = tsc.Now()
-		}
 	}
 }
 
