@@ -1,0 +1,120 @@
+package failover
+
+import "fmt"
+
+// MsgLog is a SendLog of messages kept as bytes, whose cells are reused
+// in place: the sender writes a message straight into the buffer of the
+// next cell (Slot), sends it from there and numbers it (Commit). An
+// acknowledgement only moves the ring's head; the acknowledged cells keep
+// their buffers for the messages that come round to them again, so a
+// steady stream of messages that fit the cells allocates and copies
+// nothing beyond writing each message once. A cell whose buffer grew past
+// the log's keep size (a large message) drops it when acknowledged, so the
+// memory held by an idle log stays near Limit times keep.
+//
+// Sequence numbers start at 1, as in SendLog. The ring has a power-of-two
+// number of cells and grows by doubling up to the limit.
+type MsgLog struct {
+	cells [][]byte
+	head  int    // cell of the oldest unacknowledged message
+	n     int    // unacknowledged messages
+	first uint64 // sequence number of cells[head]
+	limit int
+	keep  int
+}
+
+// NewMsgLog makes a log that holds at most limit unacknowledged messages
+// (at least 1) in cells of at least keep bytes, which keep their buffers
+// up to keep bytes across acknowledgements.
+func NewMsgLog(limit, keep int) *MsgLog {
+	return &MsgLog{first: 1, limit: max(1, limit), keep: max(1, keep)}
+}
+
+// Next is the sequence number the next Commit returns.
+func (l *MsgLog) Next() uint64 { return l.first + uint64(l.n) }
+
+// Acked is the highest sequence number acknowledged (0: none).
+func (l *MsgLog) Acked() uint64 { return l.first - 1 }
+
+// Len is the number of unacknowledged messages.
+func (l *MsgLog) Len() int { return l.n }
+
+// Limit is the most unacknowledged messages the log holds.
+func (l *MsgLog) Limit() int { return l.limit }
+
+// Slot returns the buffer, n bytes long, of the cell the next message
+// takes, for the caller to write the message into; nil when the log is
+// full. The message is not in the log until Commit: a Slot not committed
+// is taken again by the next Slot.
+func (l *MsgLog) Slot(n int) []byte {
+	if l.n == l.limit {
+		return nil
+	}
+	if l.n == len(l.cells) {
+		l.grow()
+	}
+	i := (l.head + l.n) & (len(l.cells) - 1)
+	b := l.cells[i]
+	if cap(b) < n {
+		b = make([]byte, n, max(n, l.keep))
+	}
+	b = b[:n]
+	l.cells[i] = b
+	return b
+}
+
+// Commit numbers the message written into the last Slot and keeps it
+// until it is acknowledged. Without a Slot since the last Commit it is
+// ErrLogFull or commits what the cell holds: callers pair them.
+func (l *MsgLog) Commit() (uint64, error) {
+	if l.n == l.limit || l.n == len(l.cells) {
+		return 0, fmt.Errorf("%w: %d messages unacknowledged since %d", ErrLogFull, l.n, l.first)
+	}
+	seq := l.first + uint64(l.n)
+	l.n++
+	return seq, nil
+}
+
+func (l *MsgLog) grow() {
+	size := 16
+	for size < 2*len(l.cells) || size < l.n+1 {
+		size *= 2
+	}
+	nc := make([][]byte, size)
+	for i := range l.cells {
+		// the unacknowledged ones first, in order, then the free cells
+		// with their buffers
+		nc[i] = l.cells[(l.head+i)&(len(l.cells)-1)]
+	}
+	l.cells, l.head = nc, 0
+}
+
+// Ack records a cumulative acknowledgement: the peer has delivered every
+// message up to cum. One at or below Acked changes nothing; one beyond
+// the last message committed is ErrAckAhead and changes nothing. The
+// buffers of the messages it frees stay with their cells (up to keep
+// bytes) for later messages: the caller must not hold on to them.
+func (l *MsgLog) Ack(cum uint64) error {
+	if cum >= l.Next() {
+		return fmt.Errorf("%w: ack %d, last sent %d", ErrAckAhead, cum, l.Next()-1)
+	}
+	for l.first <= cum {
+		if cap(l.cells[l.head]) > l.keep {
+			l.cells[l.head] = nil
+		}
+		l.head = (l.head + 1) & (len(l.cells) - 1)
+		l.n--
+		l.first++
+	}
+	return nil
+}
+
+// Get returns the unacknowledged message with sequence number seq, in
+// its cell: it may be changed in place (a replay updates its header) and
+// is valid until acknowledged.
+func (l *MsgLog) Get(seq uint64) (b []byte, ok bool) {
+	if seq < l.first || seq >= l.Next() {
+		return nil, false
+	}
+	return l.cells[(l.head+int(seq-l.first))&(len(l.cells)-1)], true
+}
