@@ -11,8 +11,9 @@ import (
 // message of an endpoint but wireup and keepalive travels inside an amSeq
 // message that numbers it per endpoint, whatever lane carries it, and
 // carries the cumulative acknowledgement of what this side delivered. The
-// sender keeps each message in its replay log (failover.SendLog, a copy
-// of the bytes sent) until the peer acknowledges it; the receiver's
+// sender writes each message into its replay log (failover.MsgLog, whose
+// cells are reused in place), sends it from there and keeps it until the
+// peer acknowledges it; the receiver's
 // failover.RecvWindow delivers every number once and in order to the
 // inner message's handler, so tag matching sees the peer's messages in
 // the order they were sent even when a replay after a failover brings
@@ -37,13 +38,15 @@ const (
 	seqAckEvery = seqWindow / 4
 )
 
+// seqCell: the log's cells keep buffers up to this size across
+// acknowledgements, so messages up to it are written once, in place.
+const seqCell = 256
+
 // epSeq is the sequenced channel of one endpoint (lock held for all of
 // it).
 type epSeq struct {
-	log   *failover.SendLog[[]byte]    // whole amSeq messages, as sent
+	log   *failover.MsgLog             // whole amSeq messages, as sent, in reused cells
 	win   *failover.RecvWindow[[]byte] // held: inner id + inner message (copies)
-	free  [][]byte                     // message buffers released by acks
-	rel   func(uint64, []byte)         // f.release, bound once
 	push  func(uint64, []byte)         // appends to ready, bound once
 	ready [][]byte                     // delivered in order by the current Accept
 	amMax int                          // largest AM payload of a sequenced message on every lane
@@ -59,28 +62,10 @@ type epSeq struct {
 }
 
 func newEpSeq() *epSeq {
-	f := &epSeq{log: failover.NewSendLog[[]byte](seqLogLimit), win: failover.NewRecvWindow[[]byte](seqWindow)}
-	f.rel = f.release
+	f := &epSeq{log: failover.NewMsgLog(seqLogLimit, seqCell), win: failover.NewRecvWindow[[]byte](seqWindow)}
 	f.push = func(_ uint64, v []byte) { f.ready = append(f.ready, v) }
 	f.atm.init()
 	return f
-}
-
-// buf returns a message buffer of n bytes.
-func (f *epSeq) buf(n int) []byte {
-	if k := len(f.free); k > 0 && cap(f.free[k-1]) >= n {
-		b := f.free[k-1]
-		f.free = f.free[:k-1]
-		return b[:n]
-	}
-	return make([]byte, n, max(n, 256))
-}
-
-// release takes back the buffer of an acknowledged message.
-func (f *epSeq) release(_ uint64, b []byte) {
-	if len(f.free) < 64 && cap(b) <= 64<<10 {
-		f.free = append(f.free, b)
-	}
 }
 
 // seqStart turns ep's sequenced channel on (lock held).
@@ -153,21 +138,20 @@ func (ep *Endpoint) seqSend(id uint8, hdr, data []byte) error {
 	if f.fov.syncing || f.fov.resend != 0 {
 		return uct.ErrNoResource // the replay goes first
 	}
-	if f.log.Len() == f.log.Limit() {
+	b := f.log.Slot(seqHdr + len(hdr) + len(data))
+	if b == nil {
 		ep.w.seqAck(ep, true)
 		return uct.ErrNoResource
 	}
-	b := f.buf(seqHdr + len(hdr) + len(data))
 	putSeqHdr(b, ep.rid, uint32(f.log.Next()), uint32(f.win.Delivered()), id)
 	copy(b[seqHdr:], hdr)
 	copy(b[seqHdr+len(hdr):], data)
 	err := ep.lanes[ep.amLane].sendSeq(b)
 	if retryLater(err) {
-		f.release(0, b)
-		ep.w.routeLost(ep, ep.amLane, err)
+		ep.w.routeLost(ep, ep.amLane, err) // not logged: its cell is the next one's
 		return err
 	}
-	f.log.Append(b) // cannot fail: the log had room
+	f.log.Commit() // cannot fail: Slot found room
 	if err != nil {
 		ep.w.laneFault(ep, ep.amLane, err)
 		if ep.err != nil {
@@ -196,7 +180,7 @@ func (ln *lane) sendSeq(b []byte) error {
 func (w *Worker) seqTakeAck(ep *Endpoint, ack uint32) {
 	f := ep.fo
 	cum := failover.Unwrap32(f.log.Acked(), ack)
-	if cum <= f.log.Acked() || f.log.Ack(cum, f.rel) != nil {
+	if cum <= f.log.Acked() || f.log.Ack(cum) != nil {
 		return
 	}
 	f.asked = false
