@@ -47,6 +47,19 @@ func (l *MsgLog) Limit() int { return l.limit }
 // full. The message is not in the log until Commit: a Slot not committed
 // is taken again by the next Slot.
 func (l *MsgLog) Slot(n int) []byte {
+	if l.n < len(l.cells) { // a cell is free (l.n < len(l.cells) <= limit)
+		i := (l.head + l.n) & (len(l.cells) - 1)
+		if b := l.cells[i]; cap(b) >= n {
+			b = b[:n]
+			l.cells[i] = b
+			return b
+		}
+	}
+	return l.slot(n)
+}
+
+// slot is Slot when the ring must grow or the cell needs a buffer.
+func (l *MsgLog) slot(n int) []byte {
 	if l.n == l.limit {
 		return nil
 	}
@@ -63,16 +76,11 @@ func (l *MsgLog) Slot(n int) []byte {
 	return b
 }
 
-// Commit numbers the message written into the last Slot and keeps it
-// until it is acknowledged. Without a Slot since the last Commit it is
-// ErrLogFull or commits what the cell holds: callers pair them.
-func (l *MsgLog) Commit() (uint64, error) {
-	if l.n == l.limit || l.n == len(l.cells) {
-		return 0, fmt.Errorf("%w: %d messages unacknowledged since %d", ErrLogFull, l.n, l.first)
-	}
-	seq := l.first + uint64(l.n)
+// Commit numbers the message written into the last Slot (which must
+// have returned a buffer) and keeps it until it is acknowledged.
+func (l *MsgLog) Commit() uint64 {
 	l.n++
-	return seq, nil
+	return l.first + uint64(l.n-1)
 }
 
 func (l *MsgLog) grow() {
@@ -95,18 +103,21 @@ func (l *MsgLog) grow() {
 // buffers of the messages it frees stay with their cells (up to keep
 // bytes) for later messages: the caller must not hold on to them.
 func (l *MsgLog) Ack(cum uint64) error {
-	if cum >= l.Next() {
-		return fmt.Errorf("%w: ack %d, last sent %d", ErrAckAhead, cum, l.Next()-1)
+	if cum >= l.first+uint64(l.n) {
+		return l.ahead(cum)
 	}
-	for l.first <= cum {
+	for ; l.first <= cum; l.first++ {
 		if cap(l.cells[l.head]) > l.keep {
 			l.cells[l.head] = nil
 		}
 		l.head = (l.head + 1) & (len(l.cells) - 1)
 		l.n--
-		l.first++
 	}
 	return nil
+}
+
+func (l *MsgLog) ahead(cum uint64) error {
+	return fmt.Errorf("%w: ack %d, last sent %d", ErrAckAhead, cum, l.Next()-1)
 }
 
 // Get returns the unacknowledged message with sequence number seq, in

@@ -252,6 +252,7 @@ func (w *Worker) onSync(arg any, data []byte, _ uct.AMFlags) {
 	if delivered >= f.log.Next() {
 		return // names messages we never sent
 	}
+	w.seqAckIn(ep)
 	ep.heardOn(arg)
 	if li := ep.laneOn(arg); li >= 0 && ep.lanes[li].failed == nil && ep.lanes[li].ep != nil {
 		ep.amLane = li // the peer's traffic moved there: ours follows
