@@ -6,40 +6,30 @@ import (
 	"github.com/ucgo/ucgo/internal/tsc"
 )
 
-// TestLaneHeardRounds: a lane's counter stamps the round that first sees
-// it moved, so a probe sent in round s is followed by traffic exactly when
-// the stamp is later than s; the last sign of life known is never later
-// than the true one and no earlier than the round before it.
-func TestLaneHeardRounds(t *testing.T) {
+// TestLaneHeardDetect: the last sign of life a lane knows, from which a
+// failover event's Detect is measured, is never later than the true one:
+// traffic counted since the last round dates from that round, traffic a
+// round saw from the round before, a sampled message from its own time.
+func TestLaneHeardDetect(t *testing.T) {
 	var r heardRounds
 	var h laneHeard
 	round := func(at tsc.Ticks) {
-		r.n++
-		h.mark(r.n, r.at)
+		h.mark(r.at)
 		r.at = at
 	}
 	round(100)
-	if h.round != 0 || h.last(&r) != 0 {
-		t.Fatalf("silent lane: round %d, last %d", h.round, h.last(&r))
+	if h.last(&r) != 0 {
+		t.Fatalf("silent lane: last %d, want 0 (none known)", h.last(&r))
 	}
-	sentR := r.n // a probe leaves in round 1
-	h.got()      // traffic after it, before round 2 (at 200)
+	h.got() // after the round at 100
 	if got := h.last(&r); got != 100 {
 		t.Fatalf("counted after the round at 100: last %d, want 100", got)
 	}
 	round(200)
-	if h.round <= sentR {
-		t.Fatalf("traffic after the probe of round %d stamped round %d", sentR, h.round)
-	}
+	round(300)
 	if got := h.last(&r); got != 100 {
 		t.Fatalf("last %d, want the round before the one that saw it (100)", got)
 	}
-	sentR = r.n // a probe in round 2, and nothing after it
-	round(300)
-	if h.round > sentR {
-		t.Fatalf("no traffic after the probe of round %d, yet stamped round %d", sentR, h.round)
-	}
-	// a sampled message is timed: it is the last sign of life from then
 	for i := 0; i < heardSample; i++ {
 		h.got()
 	}
@@ -54,5 +44,27 @@ func TestLaneHeardRounds(t *testing.T) {
 	h.gotNow()
 	if h.at < sampled {
 		t.Fatalf("a probe answer timed %d before the sample %d", h.at, sampled)
+	}
+}
+
+// TestLaneHeardOthers: the sum of the other lanes' counters, which a
+// probe notes when it leaves, moves with traffic on any other lane and
+// never with the probed lane's own.
+func TestLaneHeardOthers(t *testing.T) {
+	ep := &Endpoint{lanes: make([]lane, 3)}
+	before := ep.rxOthers(1)
+	ep.lanes[1].hd.got()
+	if ep.rxOthers(1) != before {
+		t.Fatal("the probed lane's own traffic moved the others' sum")
+	}
+	ep.lanes[2].hd.got()
+	if ep.rxOthers(1) == before {
+		t.Fatal("traffic on another lane left the others' sum unchanged")
+	}
+	ep.lanes[0].hd.rx = ^uint32(0) // wraps: still a change
+	before = ep.rxOthers(1)
+	ep.lanes[0].hd.got()
+	if ep.rxOthers(1) == before {
+		t.Fatal("a counter wrapping left the others' sum unchanged")
 	}
 }

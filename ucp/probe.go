@@ -57,11 +57,13 @@ func decodeProbe(b []byte) (probeMsg, error) {
 
 // laneProbe is one lane's probe state (lane.prb).
 type laneProbe struct {
-	seq   uint32    // number of the last probe sent
-	out   bool      // that probe is unanswered
-	sent  time.Time // when it was sent
-	sentR uint64    // the round of the lanes' signs of life it was sent in (heard.go)
-	heard time.Time // when the lane last answered a probe
+	seq  uint32    // number of the last probe sent
+	out  bool      // that probe is unanswered
+	sent time.Time // when it was sent
+	// the lane's signs of life and the sum of the other lanes' when it
+	// was sent (heard.go)
+	sentRx, othersRx uint32
+	heard            time.Time // when the lane last answered a probe
 	// dialed is when the lane was last connected again for its probes
 	// (reconnectProbe).
 	dialed time.Time
@@ -140,7 +142,7 @@ func (w *Worker) judgeProbes(ep *Endpoint, now time.Time) {
 			continue
 		}
 		h := w.laneHealth(ln, now)
-		if h.State().Carries() && ln.hd.round > ln.prb.sentR {
+		if h.State().Carries() && ln.hd.rx != ln.prb.sentRx {
 			// Traffic arrived on the lane since the probe left: the
 			// lane is alive (a busy peer may answer late, or not at
 			// all when its own queue is full).
@@ -148,7 +150,7 @@ func (w *Worker) judgeProbes(ep *Endpoint, now time.Time) {
 			h.Heard(now)
 			continue
 		}
-		if !w.otherLaneHeard(ep, li, ln.prb.sent, ln.prb.sentR) {
+		if !w.otherLaneHeard(ep, li) {
 			continue
 		}
 		if _, ok := w.cfg.Failover.Select(ep.foLanes(), li); !ok {
@@ -184,11 +186,14 @@ func (w *Worker) judgeProbes(ep *Endpoint, now time.Time) {
 }
 
 // otherLaneHeard reports whether a lane of ep other than li answered a
-// probe after since or carried traffic from the peer after round sinceR
-// of the lanes' signs of life (heard.go).
-func (w *Worker) otherLaneHeard(ep *Endpoint, li int, since time.Time, sinceR uint64) bool {
+// probe or carried traffic from the peer after li's probe left.
+func (w *Worker) otherLaneHeard(ep *Endpoint, li int) bool {
+	p := &ep.lanes[li].prb
+	if ep.rxOthers(li) != p.othersRx {
+		return true // a probe answer counts too
+	}
 	for j := range ep.lanes {
-		if j != li && (ep.lanes[j].prb.heard.After(since) || ep.lanes[j].hd.round > sinceR) {
+		if j != li && ep.lanes[j].prb.heard.After(p.sent) {
 			return true
 		}
 	}
@@ -221,7 +226,8 @@ func (w *Worker) sendProbe(ep *Endpoint, li int, now time.Time) {
 		return
 	}
 	ln.prb.seq++
-	ln.prb.out, ln.prb.sent, ln.prb.sentR = true, now, w.hr.n
+	ln.prb.out, ln.prb.sent = true, now
+	ln.prb.sentRx, ln.prb.othersRx = ln.hd.rx, ep.rxOthers(li)
 }
 
 // reconnectProbe connects lane li of ep again so that its probes can

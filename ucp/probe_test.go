@@ -159,12 +159,12 @@ func TestProbeBusyLane(t *testing.T) {
 		for i := 0; i < pol.ProbeMisses+1 && ab.err == nil; i++ {
 			clock = clock.Add(pol.ProbeInterval)
 			sent := clock
-			ab.lanes[0].prb.out, ab.lanes[0].prb.sent, ab.lanes[0].prb.sentR = true, sent, w.hr.n
+			ab.lanes[0].prb.out, ab.lanes[0].prb.sent = true, sent
+			ab.lanes[0].prb.sentRx, ab.lanes[0].prb.othersRx = ab.lanes[0].hd.rx, ab.rxOthers(0)
 			ab.lanes[1].prb.heard = sent.Add(time.Millisecond)
 			if traffic {
 				ab.lanes[0].hd.got() // a message on the lane after its probe
 			}
-			w.markHeard() // the next round, which judges the probe
 			w.judgeProbes(ab, sent.Add(pol.ProbeInterval))
 		}
 	}
