@@ -15,8 +15,10 @@ import "fmt"
 // Sequence numbers start at 1, as in SendLog. The ring has a power-of-two
 // number of cells and grows by doubling up to the limit.
 type MsgLog struct {
-	cells [][]byte
-	head  int    // cell of the oldest unacknowledged message
+	cells [][]byte // each cell's buffer, at its full capacity
+	lens  []int32  // each cell's message length
+	mask  int      // len(cells) - 1 (a power of two, at least 16)
+	head  int      // cell of the oldest unacknowledged message
 	n     int    // unacknowledged messages
 	first uint64 // sequence number of cells[head]
 	limit int
@@ -27,7 +29,9 @@ type MsgLog struct {
 // (at least 1) in cells of at least keep bytes, which keep their buffers
 // up to keep bytes across acknowledgements.
 func NewMsgLog(limit, keep int) *MsgLog {
-	return &MsgLog{first: 1, limit: max(1, limit), keep: max(1, keep)}
+	l := &MsgLog{first: 1, limit: max(1, limit), keep: max(1, keep)}
+	l.grow()
+	return l
 }
 
 // Next is the sequence number the next Commit returns.
@@ -47,13 +51,9 @@ func (l *MsgLog) Limit() int { return l.limit }
 // full. The message is not in the log until Commit: a Slot not committed
 // is taken again by the next Slot.
 func (l *MsgLog) Slot(n int) []byte {
-	if l.n < len(l.cells) { // a cell is free (l.n < len(l.cells) <= limit)
-		i := (l.head + l.n) & (len(l.cells) - 1)
-		if b := l.cells[i]; cap(b) >= n {
-			b = b[:n]
-			l.cells[i] = b
-			return b
-		}
+	if i := (l.head + l.n) & l.mask; l.n <= l.mask && n <= cap(l.cells[i]) {
+		l.lens[i] = int32(n) // a free cell with room: the common case
+		return l.cells[i][:n]
 	}
 	return l.slot(n)
 }
@@ -66,14 +66,13 @@ func (l *MsgLog) slot(n int) []byte {
 	if l.n == len(l.cells) {
 		l.grow()
 	}
-	i := (l.head + l.n) & (len(l.cells) - 1)
-	b := l.cells[i]
-	if cap(b) < n {
-		b = make([]byte, n, max(n, l.keep))
+	i := (l.head + l.n) & l.mask
+	if cap(l.cells[i]) < n {
+		b := make([]byte, max(n, l.keep))
+		l.cells[i] = b[:cap(b)]
 	}
-	b = b[:n]
-	l.cells[i] = b
-	return b
+	l.lens[i] = int32(n)
+	return l.cells[i][:n]
 }
 
 // Commit numbers the message written into the last Slot (which must
@@ -88,13 +87,14 @@ func (l *MsgLog) grow() {
 	for size < 2*len(l.cells) || size < l.n+1 {
 		size *= 2
 	}
-	nc := make([][]byte, size)
+	nc, nl := make([][]byte, size), make([]int32, size)
 	for i := range l.cells {
 		// the unacknowledged ones first, in order, then the free cells
 		// with their buffers
-		nc[i] = l.cells[(l.head+i)&(len(l.cells)-1)]
+		j := (l.head + i) & (len(l.cells) - 1)
+		nc[i], nl[i] = l.cells[j], l.lens[j]
 	}
-	l.cells, l.head = nc, 0
+	l.cells, l.lens, l.mask, l.head = nc, nl, size-1, 0
 }
 
 // Ack records a cumulative acknowledgement: the peer has delivered every
@@ -127,5 +127,6 @@ func (l *MsgLog) Get(seq uint64) (b []byte, ok bool) {
 	if seq < l.first || seq >= l.Next() {
 		return nil, false
 	}
-	return l.cells[(l.head+int(seq-l.first))&(len(l.cells)-1)], true
+	i := (l.head + int(seq-l.first)) & (len(l.cells) - 1)
+	return l.cells[i][:l.lens[i]], true
 }

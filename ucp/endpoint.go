@@ -39,16 +39,15 @@ const (
 type lane struct {
 	ep     uct.Endpoint
 	wi     *wiface
+	hd     laneHeard // signs of life (heard.go), counted per message: beside ep
 	attr   uct.IfaceAttr
 	failed error
 	kaComp uct.Completion
 	kaBusy bool
 	keys   *keyCache // unpacked rendezvous keys of the peer
 
-	// failover (failover.go): the lane's health, nil with failover off,
-	// and its signs of life (heard.go)
+	// failover (failover.go): the lane's health, nil with failover off
 	health *failover.Health
-	hd     laneHeard
 
 	laneInfo // the lane set's (laneset.go)
 

@@ -39,11 +39,15 @@ type heardRounds struct {
 
 // got counts one sign of life.
 func (h *laneHeard) got() {
-	h.rx++
-	if h.rx&(heardSample-1) == 0 {
-		h.at = tsc.Now()
+	if h.rx++; h.rx&(heardSample-1) == 0 {
+		h.sample()
 	}
 }
+
+// sample times the sign of life just counted.
+//
+//go:noinline
+func (h *laneHeard) sample() { h.at = tsc.Now() }
 
 // gotNow counts a sign of life whose time is read now (rare messages:
 // probe answers).
@@ -96,8 +100,19 @@ func (ep *Endpoint) rxOthers(li int) uint32 {
 }
 
 // heardOn counts a sign of life on the lane whose iface is arg (lock
-// held).
+// held). An endpoint of one lane heard it there: its messages come only
+// from the lane's bound source (boundHandler).
 func (ep *Endpoint) heardOn(arg any) {
+	if len(ep.lanes) == 1 {
+		ep.lanes[0].hd.got() // onSeq has this inline
+		return
+	}
+	ep.heardOnLanes(arg)
+}
+
+// heardOnLanes is heardOn for several lanes: every lane on the iface
+// arg counts it.
+func (ep *Endpoint) heardOnLanes(arg any) {
 	wi, _ := arg.(*wiface)
 	for i := range ep.lanes {
 		if ep.lanes[i].wi == wi {

@@ -337,7 +337,11 @@ func (w *Worker) onSeq(arg any, data []byte, flags uct.AMFlags) {
 		ep.seqStart()
 	}
 	f := ep.fo
-	ep.heardOn(arg)
+	if len(ep.lanes) == 1 { // heardOn, inline
+		ep.lanes[0].hd.got()
+	} else {
+		ep.heardOnLanes(arg)
+	}
 	if a := le.Uint32(data[8:]); int32(a-f.ackIn) > 0 {
 		f.ackIn = a // the newest (messages on two lanes may cross)
 	}
