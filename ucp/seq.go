@@ -50,11 +50,11 @@ const seqCell = 256
 // epSeq is the sequenced channel of one endpoint (lock held for all of
 // it).
 type epSeq struct {
-	log   *failover.MsgLog             // whole amSeq messages, as sent, in reused cells
-	win   *failover.RecvWindow[[]byte] // held: inner id + inner message (copies)
-	push  func(uint64, []byte)         // appends to ready, bound once
-	ready [][]byte                     // delivered in order by the current Accept
-	amMax int                          // largest AM payload of a sequenced message on every lane
+	log   failover.MsgLog             // whole amSeq messages, as sent, in reused cells
+	win   failover.RecvWindow[[]byte] // held: inner id + inner message (copies)
+	push  func(uint64, []byte)        // appends to ready, bound once
+	ready [][]byte                    // delivered in order by the current Accept
+	amMax int                         // largest AM payload of a sequenced message on every lane
 
 	ackIn           uint32 // the last acknowledgement that rode on a message, not taken yet (seqAckIn)
 	ackDue, wantDue bool   // a lone ack could not go yet (wantDue: asking for one)
@@ -68,7 +68,9 @@ type epSeq struct {
 }
 
 func newEpSeq() *epSeq {
-	f := &epSeq{log: failover.NewMsgLog(seqLogLimit, seqCell), win: failover.NewRecvWindow[[]byte](seqWindow)}
+	// the log and the window are part of the channel: one less pointer
+	// to follow per message
+	f := &epSeq{log: *failover.NewMsgLog(seqLogLimit, seqCell), win: *failover.NewRecvWindow[[]byte](seqWindow)}
 	f.push = func(_ uint64, v []byte) { f.ready = append(f.ready, v) }
 	f.atm.init()
 	return f
