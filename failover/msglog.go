@@ -19,8 +19,8 @@ type MsgLog struct {
 	lens  []int32  // each cell's message length
 	mask  int      // len(cells) - 1 (a power of two, at least 16)
 	head  int      // cell of the oldest unacknowledged message
-	n     int    // unacknowledged messages
-	first uint64 // sequence number of cells[head]
+	n     int      // unacknowledged messages
+	first uint64   // sequence number of cells[head]
 	limit int
 	keep  int
 }

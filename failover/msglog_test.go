@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -116,5 +117,54 @@ func TestMsgLogLimits(t *testing.T) {
 	}
 	if l.cells[i] != nil {
 		t.Fatalf("a %d-byte buffer stayed in its cell (keep %d)", cap(l.cells[i]), l.keep)
+	}
+}
+
+// TestMsgLogModel: random sends (some abandoned before Commit, as a send
+// refused for lack of resources is), acknowledgements (some old, some
+// ahead) and replays on a MsgLog agree with a SendLog of copies.
+func TestMsgLogModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	l, m := NewMsgLog(64, 32), NewSendLog[[]byte](64)
+	for step := 0; step < 200000; step++ {
+		switch op := rng.IntN(10); {
+		case op < 6: // send
+			n := 1 + rng.IntN(80)
+			b := l.Slot(n)
+			if (b == nil) != (m.Len() == m.Limit()) {
+				t.Fatalf("step %d: slot %v with %d of %d held", step, b != nil, m.Len(), m.Limit())
+			}
+			if b == nil {
+				continue
+			}
+			for i := range b {
+				b[i] = byte(rng.Uint32())
+			}
+			if rng.IntN(8) == 0 {
+				continue // refused: not committed
+			}
+			seq := l.Commit()
+			want, _ := m.Append(append([]byte(nil), b...))
+			if seq != want {
+				t.Fatalf("step %d: committed %d, model %d", step, seq, want)
+			}
+		case op < 9: // ack
+			cum := m.Acked() + uint64(rng.IntN(m.Len()+3)) - 1
+			e1, e2 := l.Ack(cum), m.Ack(cum, nil)
+			if (e1 == nil) != (e2 == nil) || e1 != nil && !errors.Is(e1, ErrAckAhead) {
+				t.Fatalf("step %d: ack %d: %v, model %v", step, cum, e1, e2)
+			}
+		default: // replay what is held
+			for seq := m.Acked() + 1; seq < m.Next(); seq++ {
+				got, ok := l.Get(seq)
+				want, _ := m.Get(seq)
+				if !ok || !bytes.Equal(got, want) {
+					t.Fatalf("step %d: message %d reads %x (%v), model %x", step, seq, got, ok, want)
+				}
+			}
+		}
+		if l.Len() != m.Len() || l.Next() != m.Next() || l.Acked() != m.Acked() {
+			t.Fatalf("step %d: len %d next %d acked %d, model %d %d %d", step, l.Len(), l.Next(), l.Acked(), m.Len(), m.Next(), m.Acked())
+		}
 	}
 }
