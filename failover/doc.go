@@ -18,7 +18,10 @@
 // acknowledges cumulatively. When a lane fails with a status that
 // [Policy.ShouldFailOver] accepts, the sender picks another lane
 // ([Policy.Select]), asks the peer over it what it has delivered, and
-// replays only the rest from the log ([SendLog.Replay]). An atomic is
+// replays only the rest from the log ([SendLog.Replay]). [MsgLog] is the
+// same log for messages kept as bytes, written once into cells that keep
+// their buffers across acknowledgements: ucp's sequenced channel sends
+// every message from its cell. An atomic is
 // never applied twice: the target remembers the results of recent atomic
 // operations ([AtomicLog]), and one whose outcome nobody remembers
 // completes with [ErrOutcomeUnknown]. A dead peer (uct.ErrPeerFailed) is

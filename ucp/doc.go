@@ -197,7 +197,9 @@
 // keeps a copy of each message: eager payloads are copied (there is no
 // eager zero-copy), and the protocol limits are those of the smallest AM
 // fragment among the endpoint's lanes, so a logged message fits any
-// lane. Acknowledgements ride on traffic; a lone one goes when a quarter
+// lane. Acknowledgements ride on traffic (the sender takes them when its
+// log holds 16 messages, or sends wait for room, or a flush or a failover
+// asks); a lone one goes when a quarter
 // of the window (1024 messages) is owed, when a flush or a full log asks
 // for one, and at every keepalive round. A sender with 1024 messages
 // unacknowledged waits, as for back-pressure. A flush completes only when
@@ -240,7 +242,8 @@
 // every lane's memory domain. SetFailoverHandler hears each move from
 // Progress as a failover.Event: the failed and the new lane, the cause,
 // Detect (how long the failed lane had been silent when its fault was
-// seen) and Switch (from the fault seen to the sync sent);
+// seen; messages are counted, not timed, so it is a bound that never
+// understates the silence: see heard.go) and Switch (from the fault seen to the sync sent);
 // WorkerStats.FailedOver and Replayed (messages and transfers sent again)
 // count them. With no lane left to move to, the endpoint fails with the
 // cause and the handler hears failover.Exhausted.

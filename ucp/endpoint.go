@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/ucgo/ucgo/failover"
-	"github.com/ucgo/ucgo/internal/tsc"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -40,16 +39,15 @@ const (
 type lane struct {
 	ep     uct.Endpoint
 	wi     *wiface
+	hd     laneHeard // signs of life (heard.go), counted per message: beside ep
 	attr   uct.IfaceAttr
 	failed error
 	kaComp uct.Completion
 	kaBusy bool
 	keys   *keyCache // unpacked rendezvous keys of the peer
 
-	// failover (failover.go): the lane's health, nil with failover off,
-	// and when it last showed a sign of life
+	// failover (failover.go): the lane's health, nil with failover off
 	health *failover.Health
-	heard  tsc.Ticks
 
 	laneInfo // the lane set's (laneset.go)
 

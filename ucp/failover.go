@@ -167,10 +167,14 @@ func (w *Worker) foDetect(ep *Endpoint, li int) tsc.Ticks {
 		w.tscStarted = true
 		go tsc.Calibrate()
 	}
-	if li < 0 || li >= len(ep.lanes) || ep.lanes[li].heard == 0 {
+	if li < 0 || li >= len(ep.lanes) {
 		return 0
 	}
-	return tsc.Now() - ep.lanes[li].heard
+	last := ep.lanes[li].hd.last(&w.hr)
+	if last == 0 {
+		return 0
+	}
+	return tsc.Now() - last
 }
 
 // laneUp is told that lane li of ep, failed before, is healthy again:

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/ucgo/ucgo/failover"
-	"github.com/ucgo/ucgo/internal/tsc"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -58,11 +57,13 @@ func decodeProbe(b []byte) (probeMsg, error) {
 
 // laneProbe is one lane's probe state (lane.prb).
 type laneProbe struct {
-	seq   uint32    // number of the last probe sent
-	out   bool      // that probe is unanswered
-	sent  time.Time // when it was sent
-	sentT tsc.Ticks // the same on the time-stamp counter (lane.heard's)
-	heard time.Time // when the lane last answered a probe
+	seq  uint32    // number of the last probe sent
+	out  bool      // that probe is unanswered
+	sent time.Time // when it was sent
+	// the lane's signs of life and the sum of the other lanes' when it
+	// was sent (heard.go)
+	sentRx, othersRx uint32
+	heard            time.Time // when the lane last answered a probe
 	// dialed is when the lane was last connected again for its probes
 	// (reconnectProbe); dial is that connection, or rebuildLane's, while
 	// it waits for the peer (lanedial.go).
@@ -115,6 +116,7 @@ func (w *Worker) probeRound(now time.Time) {
 		w.probeDue.Store(true) // the transport lock's holder runs it later
 		return
 	}
+	w.markHeard()
 	for _, ep := range append([]*Endpoint(nil), w.live...) {
 		if ep.err != nil || ep.closed || !ep.ridKnown || len(ep.lanes) < 2 {
 			continue
@@ -143,7 +145,7 @@ func (w *Worker) judgeProbes(ep *Endpoint, now time.Time) {
 			continue
 		}
 		h := w.laneHealth(ln, now)
-		if h.State().Carries() && ln.heard > ln.prb.sentT {
+		if h.State().Carries() && ln.hd.rx != ln.prb.sentRx {
 			// Traffic arrived on the lane since the probe left: the
 			// lane is alive (a busy peer may answer late, or not at
 			// all when its own queue is full).
@@ -151,7 +153,7 @@ func (w *Worker) judgeProbes(ep *Endpoint, now time.Time) {
 			h.Heard(now)
 			continue
 		}
-		if !w.otherLaneHeard(ep, li, ln.prb.sent, ln.prb.sentT) {
+		if !w.otherLaneHeard(ep, li) {
 			continue
 		}
 		if _, ok := w.cfg.Failover.Select(ep.foLanes(), li); !ok {
@@ -187,11 +189,14 @@ func (w *Worker) judgeProbes(ep *Endpoint, now time.Time) {
 }
 
 // otherLaneHeard reports whether a lane of ep other than li answered a
-// probe or carried traffic from the peer after since (sinceT on the
-// time-stamp counter that times traffic).
-func (w *Worker) otherLaneHeard(ep *Endpoint, li int, since time.Time, sinceT tsc.Ticks) bool {
+// probe or carried traffic from the peer after li's probe left.
+func (w *Worker) otherLaneHeard(ep *Endpoint, li int) bool {
+	p := &ep.lanes[li].prb
+	if ep.rxOthers(li) != p.othersRx {
+		return true // a probe answer counts too
+	}
 	for j := range ep.lanes {
-		if j != li && (ep.lanes[j].prb.heard.After(since) || ep.lanes[j].heard > sinceT) {
+		if j != li && ep.lanes[j].prb.heard.After(p.sent) {
 			return true
 		}
 	}
@@ -224,7 +229,8 @@ func (w *Worker) sendProbe(ep *Endpoint, li int, now time.Time) {
 		return
 	}
 	ln.prb.seq++
-	ln.prb.out, ln.prb.sent, ln.prb.sentT = true, now, tsc.Now()
+	ln.prb.out, ln.prb.sent = true, now
+	ln.prb.sentRx, ln.prb.othersRx = ln.hd.rx, ep.rxOthers(li)
 }
 
 // reconnectProbe connects lane li of ep again so that its probes can
@@ -315,7 +321,8 @@ func (w *Worker) onProbeRep(arg any, data []byte, _ uct.AMFlags) {
 		return
 	}
 	now := time.Now()
-	ln.prb.out, ln.prb.heard, ln.heard = false, now, tsc.Now()
+	ln.prb.out, ln.prb.heard = false, now
+	ln.hd.gotNow()
 	w.stats.Probes.Answered++
 	tr := w.laneHealth(ln, now).Heard(now)
 	if tr.Changed() && tr.From == failover.Probing && tr.To == failover.Up {

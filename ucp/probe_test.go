@@ -7,7 +7,6 @@ import (
 
 	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/internal/fault"
-	"github.com/ucgo/ucgo/internal/tsc"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -159,12 +158,12 @@ func TestProbeBusyLane(t *testing.T) {
 		defer w.unlock()
 		for i := 0; i < pol.ProbeMisses+1 && ab.err == nil; i++ {
 			clock = clock.Add(pol.ProbeInterval)
-			sent, sentT := clock, tsc.Now()
-			ab.lanes[0].prb.out, ab.lanes[0].prb.sent, ab.lanes[0].prb.sentT = true, sent, sentT
+			sent := clock
+			ab.lanes[0].prb.out, ab.lanes[0].prb.sent = true, sent
+			ab.lanes[0].prb.sentRx, ab.lanes[0].prb.othersRx = ab.lanes[0].hd.rx, ab.rxOthers(0)
 			ab.lanes[1].prb.heard = sent.Add(time.Millisecond)
-			ab.lanes[0].heard = 0
 			if traffic {
-				ab.lanes[0].heard = sentT + 1
+				ab.lanes[0].hd.got() // a message on the lane after its probe
 			}
 			w.judgeProbes(ab, sent.Add(pol.ProbeInterval))
 		}

@@ -252,11 +252,12 @@ func (w *Worker) onSync(arg any, data []byte, _ uct.AMFlags) {
 	if delivered >= f.log.Next() {
 		return // names messages we never sent
 	}
+	w.seqAckIn(ep)
 	ep.heardOn(arg)
 	if li := ep.laneOn(arg); li >= 0 && ep.lanes[li].failed == nil && ep.lanes[li].ep != nil {
 		ep.amLane = li // the peer's traffic moved there: ours follows
 	}
-	f.log.Ack(delivered, f.rel)
+	f.log.Ack(delivered)
 	f.asked = false
 	f.fov.resend = delivered + 1
 	if flags&syncLane != 0 {

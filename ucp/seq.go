@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/ucgo/ucgo/failover"
-	"github.com/ucgo/ucgo/internal/tsc"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -12,8 +11,9 @@ import (
 // message of an endpoint but wireup and keepalive travels inside an amSeq
 // message that numbers it per endpoint, whatever lane carries it, and
 // carries the cumulative acknowledgement of what this side delivered. The
-// sender keeps each message in its replay log (failover.SendLog, a copy
-// of the bytes sent) until the peer acknowledges it; the receiver's
+// sender writes each message into its replay log (failover.MsgLog, whose
+// cells are reused in place), sends it from there and keeps it until the
+// peer acknowledges it; the receiver's
 // failover.RecvWindow delivers every number once and in order to the
 // inner message's handler, so tag matching sees the peer's messages in
 // the order they were sent even when a replay after a failover brings
@@ -36,21 +36,29 @@ const (
 	// seqAckEvery: a lone acknowledgement goes once this many delivered
 	// messages are owed.
 	seqAckEvery = seqWindow / 4
+	// seqAckLazy: the peer's acknowledgements that ride on its messages
+	// are only noted; the log takes the last one when it holds this many
+	// messages (or is full, or a flush or a failover asks), so most
+	// messages neither free a log cell nor pay for a call.
+	seqAckLazy = 16
 )
+
+// seqCell: the log's cells keep buffers up to this size across
+// acknowledgements, so messages up to it are written once, in place.
+const seqCell = 256
 
 // epSeq is the sequenced channel of one endpoint (lock held for all of
 // it).
 type epSeq struct {
-	log   *failover.SendLog[[]byte]    // whole amSeq messages, as sent
-	win   *failover.RecvWindow[[]byte] // held: inner id + inner message (copies)
-	free  [][]byte                     // message buffers released by acks
-	rel   func(uint64, []byte)         // f.release, bound once
-	push  func(uint64, []byte)         // appends to ready, bound once
-	ready [][]byte                     // delivered in order by the current Accept
-	amMax int                          // largest AM payload of a sequenced message on every lane
+	log   failover.MsgLog             // whole amSeq messages, as sent, in reused cells
+	win   failover.RecvWindow[[]byte] // held: inner id + inner message (copies)
+	push  func(uint64, []byte)        // appends to ready, bound once
+	ready [][]byte                    // delivered in order by the current Accept
+	amMax int                         // largest AM payload of a sequenced message on every lane
 
-	ackDue, wantDue bool // a lone ack could not go yet (wantDue: asking for one)
-	asked           bool // an ack was asked for and none came since
+	ackIn           uint32 // the last acknowledgement that rode on a message, not taken yet (seqAckIn)
+	ackDue, wantDue bool   // a lone ack could not go yet (wantDue: asking for one)
+	asked           bool   // an ack was asked for and none came since
 
 	scratch [64]byte
 
@@ -60,28 +68,12 @@ type epSeq struct {
 }
 
 func newEpSeq() *epSeq {
-	f := &epSeq{log: failover.NewSendLog[[]byte](seqLogLimit), win: failover.NewRecvWindow[[]byte](seqWindow)}
-	f.rel = f.release
+	// the log and the window are part of the channel: one less pointer
+	// to follow per message
+	f := &epSeq{log: *failover.NewMsgLog(seqLogLimit, seqCell), win: *failover.NewRecvWindow[[]byte](seqWindow)}
 	f.push = func(_ uint64, v []byte) { f.ready = append(f.ready, v) }
 	f.atm.init()
 	return f
-}
-
-// buf returns a message buffer of n bytes.
-func (f *epSeq) buf(n int) []byte {
-	if k := len(f.free); k > 0 && cap(f.free[k-1]) >= n {
-		b := f.free[k-1]
-		f.free = f.free[:k-1]
-		return b[:n]
-	}
-	return make([]byte, n, max(n, 256))
-}
-
-// release takes back the buffer of an acknowledged message.
-func (f *epSeq) release(_ uint64, b []byte) {
-	if len(f.free) < 64 && cap(b) <= 64<<10 {
-		f.free = append(f.free, b)
-	}
 }
 
 // seqStart turns ep's sequenced channel on (lock held).
@@ -150,33 +142,63 @@ func (ep *Endpoint) amSend(id uint8, hdr, data []byte) error {
 // endpoint to another lane and the replay sends it there, so the send
 // succeeds unless the endpoint fails.
 func (ep *Endpoint) seqSend(id uint8, hdr, data []byte) error {
-	f := ep.fo
-	if f.fov.syncing || f.fov.resend != 0 {
-		return uct.ErrNoResource // the replay goes first
+	b, err := ep.seqSlot(seqHdr+len(hdr)+len(data), id)
+	if err != nil {
+		return err
 	}
-	if f.log.Len() == f.log.Limit() {
-		ep.w.seqAck(ep, true)
-		return uct.ErrNoResource
-	}
-	b := f.buf(seqHdr + len(hdr) + len(data))
-	putSeqHdr(b, ep.rid, uint32(f.log.Next()), uint32(f.win.Delivered()), id)
 	copy(b[seqHdr:], hdr)
 	copy(b[seqHdr+len(hdr):], data)
-	err := ep.lanes[ep.amLane].sendSeq(b)
+	return ep.seqPost(b)
+}
+
+// seqSlot returns the replay log's cell for the next sequenced message,
+// n bytes with the sequenced header (inner AM id) written, for the
+// caller to write the inner message after seqHdr and pass to seqPost
+// (lock held). A full log or a failover waiting for its sync is
+// back-pressure (uct.ErrNoResource).
+func (ep *Endpoint) seqSlot(n int, id uint8) ([]byte, error) {
+	f := ep.fo
+	if f.fov.syncing || f.fov.resend != 0 {
+		return nil, uct.ErrNoResource // the replay goes first
+	}
+	if f.log.Len() >= seqAckLazy {
+		ep.w.seqAckIn(ep)
+	}
+	b := f.log.Slot(n)
+	if b == nil {
+		ep.w.seqAck(ep, true)
+		return nil, uct.ErrNoResource
+	}
+	putSeqHdr(b, ep.rid, uint32(f.log.Next()), uint32(f.win.Delivered()), id)
+	return b, nil
+}
+
+// seqPost sends the message seqSlot gave and numbers it in the log
+// (lock held).
+func (ep *Endpoint) seqPost(b []byte) error {
+	return ep.seqSent(ep.lanes[ep.amLane].sendSeq(b))
+}
+
+// seqSent numbers the message seqSlot gave in the log once the AM lane
+// took it or failed with a fault (laneFault moves it to another lane,
+// where the replay sends it); a send refused for now is not logged, its
+// cell is the next message's (lock held).
+func (ep *Endpoint) seqSent(err error) error {
+	f := ep.fo
+	if err == nil {
+		f.log.Commit()
+		f.win.TakeAck()
+		return nil
+	}
 	if retryLater(err) {
-		f.release(0, b)
 		ep.w.routeLost(ep, ep.amLane, err)
 		return err
 	}
-	f.log.Append(b) // cannot fail: the log had room
-	if err != nil {
-		ep.w.laneFault(ep, ep.amLane, err)
-		if ep.err != nil {
-			return err
-		}
-		return nil
+	f.log.Commit()
+	ep.w.laneFault(ep, ep.amLane, err)
+	if ep.err != nil {
+		return err
 	}
-	f.win.TakeAck()
 	return nil
 }
 
@@ -192,12 +214,20 @@ func (ln *lane) sendSeq(b []byte) error {
 	return err
 }
 
+// seqAckIn takes the acknowledgement noted from the peer's last message
+// (lock held).
+func (w *Worker) seqAckIn(ep *Endpoint) {
+	if f := ep.fo; f.ackIn != uint32(f.log.Acked()) {
+		w.seqTakeAck(ep, f.ackIn)
+	}
+}
+
 // seqTakeAck takes the peer's cumulative acknowledgement (low 32 bits)
 // (lock held). An acknowledgement of messages never sent is ignored.
 func (w *Worker) seqTakeAck(ep *Endpoint, ack uint32) {
 	f := ep.fo
 	cum := failover.Unwrap32(f.log.Acked(), ack)
-	if cum <= f.log.Acked() || f.log.Ack(cum, f.rel) != nil {
+	if cum <= f.log.Acked() || f.log.Ack(cum) != nil {
 		return
 	}
 	f.asked = false
@@ -278,6 +308,7 @@ func (w *Worker) seqAcked(ep *Endpoint, upto uint64) bool {
 		return true
 	}
 	upto = min(upto, f.log.Next()-1)
+	w.seqAckIn(ep)
 	if f.log.Acked() >= upto {
 		return true
 	}
@@ -304,10 +335,21 @@ func (w *Worker) onSeq(arg any, data []byte, flags uct.AMFlags) {
 		}
 		return
 	}
-	ep.seqStart()
+	if ep.fo == nil {
+		ep.seqStart()
+	}
 	f := ep.fo
-	ep.heardOn(arg)
-	w.seqTakeAck(ep, le.Uint32(data[8:]))
+	if len(ep.lanes) == 1 { // heardOn, inline
+		ep.lanes[0].hd.got()
+	} else {
+		ep.heardOnLanes(arg)
+	}
+	if a := le.Uint32(data[8:]); int32(a-f.ackIn) > 0 {
+		f.ackIn = a // the newest (messages on two lanes may cross)
+	}
+	if !ep.queue.empty() {
+		w.seqAckIn(ep) // sends may wait for room in the log
+	}
 	next := f.win.Delivered() + 1
 	seq := failover.Unwrap32(next-1, le.Uint32(data[4:]))
 	v := data[seqHdr-1:] // inner id + inner message
@@ -315,6 +357,12 @@ func (w *Worker) onSeq(arg any, data []byte, flags uct.AMFlags) {
 		// the common case: next in order, nothing held
 		if f.win.Owed() >= seqAckEvery {
 			w.seqAck(ep, false)
+		}
+		if v[0] == amEager && len(v) > eagerHdr && le.Uint32(v[1+8:]) == ep.id {
+			// an eager tag message of ep: matched under the lock held
+			w.eagerArrive(ep, ne.Uint64(v[1:]), v[1+eagerHdr:])
+			w.unlockCB()
+			return
 		}
 		w.unlockCB()
 		w.seqInner(arg, v, flags)
@@ -389,18 +437,6 @@ func (w *Worker) onSeqAck(arg any, data []byte, _ uct.AMFlags) {
 	}
 }
 
-// heardOn records a sign of life on the lane whose iface is arg (lock
-// held). It reads the time-stamp counter: a message's cost must stay
-// small.
-func (ep *Endpoint) heardOn(arg any) {
-	wi, _ := arg.(*wiface)
-	for i := range ep.lanes {
-		if ep.lanes[i].wi == wi {
-			ep.lanes[i].heard = tsc.Now()
-		}
-	}
-}
-
 // seqHandlers are the channel's AM handlers (setHandlers).
 func (w *Worker) seqHandlers() []struct {
 	id uint8
@@ -426,9 +462,33 @@ func (ep *Endpoint) ctlSend(id uint8, b []byte) error {
 // through the sequenced channel: its payload is copied into the log, so
 // it completes once sent (lock held).
 func (ep *Endpoint) sendTagSeq(r *Request) error {
-	var h [eagerHdr]byte
-	putEagerHdr(h[:], r.tag, ep.rid)
-	if err := ep.seqSend(amEager, h[:], r.buf); err != nil {
+	f := ep.fo
+	n := seqHdr + eagerHdr + len(r.buf)
+	var b []byte
+	if !f.fov.syncing && f.fov.resend == 0 && f.log.Len() < seqAckLazy {
+		b = f.log.Slot(n) // seqSlot's common case, inline
+	}
+	if b == nil {
+		var err error
+		if b, err = ep.seqSlot(n, amEager); err != nil {
+			return err
+		}
+	} else {
+		putSeqHdr(b, ep.rid, uint32(f.log.Next()), uint32(f.win.Delivered()), amEager)
+	}
+	putEagerHdr(b[seqHdr:], r.tag, ep.rid)
+	copy(b[seqHdr+eagerHdr:], r.buf)
+	ln := &ep.lanes[ep.amLane]
+	var err error
+	if n-8 <= ln.attr.AMMaxShort && ln.attr.Cap.Has(uct.CapAMShort) { // sendSeq, inline
+		err = ln.ep.AMShort(amSeq, ne.Uint64(b), b[8:])
+	} else {
+		_, err = ln.ep.AMBcopy(amSeq, b, nil)
+	}
+	if err == nil {
+		f.log.Commit()
+		f.win.TakeAck()
+	} else if err = ep.seqSent(err); err != nil {
 		return err
 	}
 	ep.w.complete(r, nil)

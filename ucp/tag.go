@@ -238,15 +238,19 @@ func (w *Worker) onEager(_ any, data []byte, _ uct.AMFlags) {
 		return
 	}
 	w.lockCB()
-	ep := w.epByID(dst)
+	w.eagerArrive(w.epByID(dst), tag, payload)
+	w.unlockCB()
+}
+
+// eagerArrive matches an eager tag message from ep (nil: closed) or
+// queues it as unexpected (lock held).
+func (w *Worker) eagerArrive(ep *Endpoint, tag uint64, payload []byte) {
 	if ep == nil {
 		w.stats.ClosedDrops++
-		w.unlockCB()
 		return
 	}
 	if ep.err != nil {
 		w.stats.FailedDrops.TagEager++
-		w.unlockCB()
 		return
 	}
 	u := w.getUnexp()
@@ -257,7 +261,6 @@ func (w *Worker) onEager(_ any, data []byte, _ uct.AMFlags) {
 	} else {
 		u.data = append(u.data[:0], payload...)
 	}
-	w.unlockCB()
 }
 
 // onRTS handles a rendezvous announcement.

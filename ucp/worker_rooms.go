@@ -88,6 +88,7 @@ type kaState struct {
 	kaDue    atomic.Bool
 	kaRound  atomic.Bool
 	probeDue atomic.Bool
+	hr       heardRounds // rounds of the lanes' signs of life (heard.go; lock held)
 	kaStop   chan struct{}
 	kaDone   chan struct{}
 }
