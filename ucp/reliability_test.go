@@ -610,6 +610,9 @@ func (s *relRun) finish() reliability.Row {
 	}
 	for _, ev := range s.events {
 		t.Logf("%s: failover event: %v", s.sc.name, ev)
+		if (ev.Kind == failover.FailedOver || ev.Kind == failover.FailedBack) && ev.From.Index == ev.To.Index {
+			t.Errorf("%s: an event moves traffic from lane %d to itself: %v", s.sc.name, ev.From.Index, ev)
+		}
 	}
 	s.logFailures()
 	return row

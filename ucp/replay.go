@@ -274,6 +274,13 @@ func (w *Worker) onSync(arg any, data []byte, _ uct.AMFlags) {
 	f.fov.syncing = false
 	w.resend(ep)
 	fv := &f.fov
+	if fv.kind == failover.FailedBack && ep.amLane == fv.from {
+		// the peer's traffic stayed on the lane we left (it has not
+		// failed back yet) and ours followed it there
+		// (onSync): no fail-back took place
+		w.unfenceAfterSync(ep)
+		return
+	}
 	if fv.kind == failover.FailedBack {
 		w.stats.FailedBack++
 	} else {
@@ -281,6 +288,12 @@ func (w *Worker) onSync(arg any, data []byte, _ uct.AMFlags) {
 	}
 	w.foEventT(failover.Event{Kind: fv.kind, Endpoint: ep.name, From: ep.foLane(fv.from), To: ep.foLane(ep.amLane),
 		Cause: fv.cause, Switch: fv.sentAt.Sub(fv.seen), Replayed: fv.replayed, At: time.Now()}, fv.detect)
+	w.unfenceAfterSync(ep)
+}
+
+// unfenceAfterSync lets ep's traffic go on once its sync was answered
+// (lock held).
+func (w *Worker) unfenceAfterSync(ep *Endpoint) {
 	if !ep.queue.empty() || !ep.stalled.empty() {
 		w.toBacklog(ep)
 	}
