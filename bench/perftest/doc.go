@@ -37,7 +37,12 @@
 // the round trip; fadd, cswap, ucp_fadd and ucp_cswap report the round
 // trip of one fetching atomic; bandwidth tests (am_bw, put_bw, get_bw,
 // tag_bw, ucp_put_bw, ucp_get, ucp_am_bw, ucp_add) keep up to -O
-// operations outstanding and end with a flush.
+// operations outstanding and end with a flush. am_bw runs ucx_perftest's
+// flow control of active messages: the sender keeps at most 127 (its
+// fc_window) unacknowledged, the receiver acknowledges every half window
+// with an AM of the test's size, and the sender ends when the last
+// message is acknowledged, so that neither side fills the other's FIFO
+// whichever of them starts first.
 // put_lat and ucp_put_lat poll the last byte of their own buffer, as
 // ucx_perftest does, so they cannot sleep (-E sleep is refused).
 // tag_sync_lat is tag_lat with ucp.Endpoint.TagSendSync, which completes

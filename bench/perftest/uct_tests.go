@@ -44,29 +44,6 @@ func amLat(s *session, size, iters int) error {
 	return s.drain()
 }
 
-// amBW: the initiator streams AMs; the responder acknowledges the last.
-func amBW(s *session, size, iters int) error {
-	if !s.initiator {
-		if err := s.waitRecv(&s.recvWant, &s.recv, iters); err != nil {
-			return err
-		}
-		if err := s.sendAM(amDone, 8); err != nil {
-			return err
-		}
-		return s.drain()
-	}
-	for i := 0; i < iters; i++ {
-		if err := s.sendAM(amData, size); err != nil {
-			return err
-		}
-		s.mark(i)
-	}
-	if err := s.drain(); err != nil {
-		return err
-	}
-	return s.waitRecv(&s.doneWant, &s.done, 1)
-}
-
 // endOneSided: the initiator tells the passive responder that the phase
 // is over.
 func (s *session) endOneSided() error {
