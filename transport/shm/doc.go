@@ -7,8 +7,10 @@
 // bcopy buffer. Peers attach by opening /proc/PID/fd/N and mapping the
 // segment MAP_SHARED, so only same-user processes can attach and nothing
 // survives the owner. Senders reserve a cell with a compare-and-swap on the
-// ring tail, write it and publish it with a store to the cell's sequence
-// word; the receiver polls the head cell in Progress and hands the cell it
+// ring tail, write it and publish it with a plain store (release order) to
+// the cell's sequence word; the claim's compare-and-swap is the barrier
+// that orders the sender's check for a sleeping receiver, so a receiver
+// finding its head cell claimed does not sleep. The receiver polls the head cell in Progress and hands the cell it
 // delivered last back to the senders when it delivers the next one or on
 // its next call (so that freeing it does not delay what the AM handler
 // started). Each cell carries its sender's iface (pid and segment fd),

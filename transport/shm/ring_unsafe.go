@@ -119,8 +119,18 @@ func (r *ring) stuckOwner(head uint64) int {
 }
 
 // publish makes cell t visible to the consumer and wakes it if it sleeps.
+//
+// The publishing store is a plain store with release order (storeRelease):
+// the cell's contents are visible before it. The check for a sleeping
+// consumer needs no barrier after that store: the claim's compare-and-swap
+// in reserve is one, and it pairs with the consumer's announcement in Arm
+// (a full barrier too) as in Dekker's algorithm. Either the consumer
+// announced itself before our claim, and the load of the waiting word
+// below sees it, or it announced itself after, and its check of the head
+// cell that follows sees the claim; a consumer that finds the head cell
+// claimed does not sleep (pending).
 func (r *ring) publish(t uint64) {
-	atomic.StoreUint64(u64at(r.cell(t), 0), t+1)
+	storeRelease(u64at(r.cell(t), 0), t+1)
 	if atomic.LoadUint32(r.wait) != 0 {
 		r.wake()
 	}
@@ -129,6 +139,12 @@ func (r *ring) publish(t uint64) {
 func (r *ring) wake() {
 	atomic.AddUint32(r.futex, 1)
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(r.futex)), futexWake, 1<<30, 0, 0, 0)
+}
+
+// pending reports whether the cell at head is claimed or published: a
+// message is on its way, so the consumer must not sleep.
+func (r *ring) pending(head uint64) bool {
+	return atomic.LoadUint64(u64at(r.cell(head), 0)) != head
 }
 
 // ready reports whether the cell at head is published.
