@@ -161,3 +161,58 @@ func TestArmBusyWhileClaimed(t *testing.T) {
 		t.Fatalf("delivered %d", got)
 	}
 }
+
+// A sender delayed between its claim and its store of the tail sets the
+// tail back (ring.reserve). The next sender walks it forward past the
+// cells claimed, published and consumed since, and claims the first free
+// one: no cell is claimed twice and none is skipped.
+func TestReserveAfterTailSetBack(t *testing.T) {
+	_, it := openIface(t)
+	_, peer := openIface(t)
+	uep, err := peer.Connect(it.Address(), uct.EPParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := uep.(*Endpoint)
+	var got []uint64
+	it.SetAMHandler(amBlast, func(_ any, d []byte, _ uct.AMFlags) { got = append(got, binary.LittleEndian.Uint64(d)) }, nil)
+	for i := uint64(0); i < 10; i++ {
+		if err := ep.AMShort(amBlast, i, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// the receiver consumes them all (the last one is not yet released)
+	progressUntil(t, it, "ten", func() bool { return len(got) == 10 })
+	// a late claimer of cell 1 stores the tail back to 2
+	storeRelease(ep.tx.tail, 2)
+	done := make(chan uint64, 1)
+	go func() {
+		c, ok := ep.tx.reserve(ep.it.me)
+		if !ok {
+			c = ^uint64(0)
+		}
+		done <- c
+	}()
+	select {
+	case c := <-done:
+		if c != 10 {
+			t.Fatalf("claimed cell %d, want 10", c)
+		}
+		cell := ep.tx.cell(c)
+		*u64at(cell, cellHdr) = 10
+		*u32at(cell, 8) = 8
+		cell[12] = amBlast
+		ep.tx.publish(c)
+	case <-time.After(10 * time.Second):
+		t.Fatal("reserve did not return with the tail set back")
+	}
+	if err := ep.AMShort(amBlast, 11, nil); err != nil {
+		t.Fatal(err)
+	}
+	progressUntil(t, it, "all", func() bool { return len(got) == 12 })
+	for i, v := range got {
+		if v != uint64(i) {
+			t.Fatalf("message %d is %d", i, v)
+		}
+	}
+}

@@ -73,11 +73,21 @@ func claimOwner(seq, t uint64) int {
 // a compare-and-swap would take two transfers between the cores (one to
 // read the line, one to own it) where the compare-and-swap alone takes
 // one.
+//
+// The claim (a compare-and-swap of the cell's sequence word for exactly
+// this round) is what reserves the cell; the tail is only where senders
+// start looking. The claimer moves it past its cell with a plain store,
+// so a send costs one locked instruction. A claimer delayed between its
+// claim and that store may set the tail back (never past a claimed cell,
+// and by less than a round, since its own cell, unpublished, stops the
+// consumer); senders that find the tail's cell already claimed, published
+// or consumed move the tail on with a compare-and-swap, as they help the
+// tail past a cell claimed by a sender that has not moved it yet.
 func (r *ring) reserve(me uint32) (uint64, bool) {
 	t := atomic.LoadUint64(r.tail)
 	p := u64at(r.cell(t), 0)
 	if atomic.CompareAndSwapUint64(p, t, claimTag(t)|uint64(me)) {
-		atomic.CompareAndSwapUint64(r.tail, t, t+1)
+		storeRelease(r.tail, t+1)
 		return t, true
 	}
 	for {
@@ -87,17 +97,19 @@ func (r *ring) reserve(me uint32) (uint64, bool) {
 		switch {
 		case seq == t:
 			if atomic.CompareAndSwapUint64(p, t, claimTag(t)|uint64(me)) {
-				atomic.CompareAndSwapUint64(r.tail, t, t+1)
+				storeRelease(r.tail, t+1)
 				return t, true
 			}
 		case seq&claimBit == 0:
 			if seq < t {
 				return 0, false // the previous round's message is unread
 			}
-		case seq&^0xffffffff == claimTag(t):
-			atomic.CompareAndSwapUint64(r.tail, t, t+1) // help the claimer
+			// published or consumed in this round: the tail is behind
+			atomic.CompareAndSwapUint64(r.tail, t, t+1)
 		case seq&^0xffffffff == claimTag(t-uint64(r.cells)):
 			return 0, false // the previous round is still being written
+		default:
+			atomic.CompareAndSwapUint64(r.tail, t, t+1) // help the claimer
 		}
 	}
 }
