@@ -65,7 +65,9 @@
 // inside the call (an eager message the lane took; with failover on, one
 // logged in the sequenced channel, whose replay log keeps it until the
 // peer acknowledges it) and the Params ask for no request (nil, or no
-// Callback and no UserData). A nil *Request behaves as one completed
+// Callback and no UserData); so does Put (ucp_put_nbx) for a put within
+// the RMA lane's short limit that the lane wrote at once, with failover
+// off (a put that may be replayed keeps its request). A nil *Request behaves as one completed
 // with success: Wait, Test, Done, Err, Info, UserData, Cancel and Release
 // accept it.
 //

@@ -57,6 +57,30 @@ func (ep *Endpoint) amSendNow(id uint16, header, data []byte) (tried bool, err e
 	return true, ep.amSend(amUser, h, data)
 }
 
+// putNow writes buf to the peer's memory at raddr with one short put
+// that completes at once (lock held), as ucp_put_nbx does for a put that
+// fits the lane's short limit: the buffer may be reused on return, and
+// Flush, as for any put, tells when the data is in the peer's memory. It
+// reports false when it did not write it: failover on (a put is replayed
+// from its request), no short put on the RMA lane, a key without this
+// lane, the endpoint not ready (canSendNow) or any error from the lane;
+// the caller then takes the request path, which writes it (again: the
+// same bytes) and reports what fails.
+func (ep *Endpoint) putNow(buf []byte, raddr uint64, rkey *RKey) bool {
+	if ep.fo != nil || rkey == nil || !ep.canSendNow() {
+		return false
+	}
+	i := ep.rmaLane
+	if i < 0 || i >= len(rkey.keys) || rkey.keys[i] == nil {
+		return false
+	}
+	ln := &ep.lanes[i]
+	if len(buf) > ln.attr.PutMaxShort || !ln.attr.Cap.Has(uct.CapPutShort) {
+		return false
+	}
+	return ln.ep.PutShort(buf, raddr, rkey.keys[i]) == nil
+}
+
 // tagShort sends an eager tag message as one short AM (lock held).
 func (ep *Endpoint) tagShort(buf []byte, tag uint64) error {
 	b := ep.scratch[:4+len(buf)]

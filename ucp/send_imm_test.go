@@ -155,3 +155,48 @@ func TestAMSendImmediateNoRequest(t *testing.T) {
 	}
 	big.Release()
 }
+
+// A put that fits the lane's short limit and went at once returns no
+// request unless Params ask for one; its bytes are in the peer's memory.
+func TestPutImmediateNoRequest(t *testing.T) {
+	ws, ep := shmPair(t, Config{})
+	mem, err := ws[1].MemAlloc(4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	rk, err := ep.UnpackRKey(mem.PackRKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rk.Close()
+	// wireup first
+	s := ep.TagSend(nil, 1, nil)
+	recvOne(t, ws, 1, nil)
+	progressUntil(t, ws, s.Done)
+	s.Release()
+	out := pattern(64, 9)
+	if r := ep.Put(out, mem.Address()+8, rk, nil); r != nil {
+		t.Fatalf("a short put that went at once returned a request (done %v, err %v)", r.Done(), r.Err())
+	}
+	if !bytes.Equal(mem.Bytes()[8:72], pattern(64, 9)) {
+		t.Fatal("the put's bytes are not in the peer's memory")
+	}
+	calls := 0
+	r := ep.Put(out[:8], mem.Address(), rk, &Params{Callback: func(*Request) { calls++ }})
+	if r == nil {
+		t.Fatal("a put with a callback returned no request")
+	}
+	progressUntil(t, ws, func() bool { return calls == 1 })
+	r.Release()
+	// a put beyond the key's range still fails on its request
+	bad := ep.Put(out, mem.Address()+4096, rk, nil)
+	if bad == nil {
+		t.Fatal("a put outside the registration returned no request")
+	}
+	progressUntil(t, ws, bad.Done)
+	if bad.Err() == nil {
+		t.Fatal("a put outside the registration succeeded")
+	}
+	bad.Release()
+}

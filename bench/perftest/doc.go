@@ -101,8 +101,8 @@
 //
 // with each function's own (flat) time added to its layer, and
 // BenchmarkTagCPU's cpu-ns/roundtrip halved for one message (one send
-// request and one receive request). At 214 CPU-ns per message (load
-// about 10):
+// request and one receive request). At 214 CPU-ns per message, when
+// every send still took a request (load about 10):
 //
 //	layer                        ns  share  functions
 //	request                      54  25 %   getReq, putReq, Release, TagSend, TagRecv, lock,
@@ -126,11 +126,14 @@
 // shm and 14 ns through a worker (BenchmarkProgressIdle in both
 // packages, best of 10 runs). The request layer is what UCX does not
 // pay on its inline path: ucp_tag_send_nbx of a short message returns
-// without a request. Ours reuses a request by clearing only its eager
-// part (reqEager, about 200 of its 584 bytes) when it stayed on the eager
-// path; 40 alternated runs of BenchmarkTagCPU at a load of about 10 gave
-// a median of 395 CPU-ns per round trip, against 414 before the request
-// and shm changes that this table reflects.
+// without a request. Ours does the same: TagSend (and AMSend, and a
+// short Put) return a nil request when the message went inside the call
+// and no callback or user data was asked for, so an eager send takes no
+// request from the pool. In four alternated runs of 300000 round trips
+// at a load of about 13, BenchmarkTagCPU/none went from 791-821 to
+// 705-722 CPU-ns per round trip:
+//
+//	./ucp.test -test.run XXX -test.bench 'BenchmarkTagCPU$/none' -test.benchtime 300000x
 //
 // A failover run streams across an injected fault instead of measuring a
 // test:
