@@ -56,9 +56,12 @@ func (s *session) sendAck(size, n int) error {
 func amBW(s *session, size, iters int) error {
 	s.fc = amFC{}
 	if !s.initiator {
-		base := s.recv
+		// Messages are counted across phases: a message of this phase
+		// may arrive while the previous one drains.
+		base := s.recvWant
+		s.recvWant += iters
 		s.beginWait()
-		for s.recv-base < iters {
+		for s.recv < s.recvWant {
 			if err := s.poll(); err != nil {
 				return err
 			}
