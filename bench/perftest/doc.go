@@ -31,6 +31,9 @@
 // worker) address, the buffer's address and its packed remote key (see
 // wire.go; decodeMessage has a fuzz target). Before each size both sides
 // meet at a barrier, run the warm-up iterations, then the measured ones.
+// The TCP barrier polls its socket for up to 20 ms before it blocks on
+// it, so that the process keeps running and Go's sysmon thread does not
+// restart at its shortest period into the phase that follows.
 //
 // Latency tests (am_lat, put_lat, add_lat, tag_lat, tag_sync_lat,
 // ucp_put_lat, ucp_am_lat) are ping-pongs and report one-way latency, half
