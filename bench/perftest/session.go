@@ -305,6 +305,9 @@ func (c *spinCheck) check(ctx context.Context, epErr error) error {
 // retry runs an operation's back-pressure loop: ErrNoResource makes
 // progress and asks for another try.
 func (s *session) retry(err error) (again bool, _ error) {
+	if err == nil {
+		return false, nil // the common case, without a call into errors.Is
+	}
 	if err == uct.ErrNoResource || errors.Is(err, uct.ErrNoResource) {
 		s.fc.noResource++
 		return true, s.poll()
