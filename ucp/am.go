@@ -13,15 +13,28 @@ import (
 // header and data fit one AM fragment of the lane (MaxAM) goes in one
 // fragment; a larger one goes eager in fragments below the rendezvous
 // threshold (Config.RndvThresh) and by rendezvous from it (see
-// AMMessage.RecvData). The header must fit one fragment.
+// AMMessage.RecvData). The header must fit one fragment. As TagSend, it
+// returns nil when a one-fragment message was sent inside the call
+// (ucp_am_send_nbx returning NULL) and p asks for no request.
 func (ep *Endpoint) AMSend(id uint16, header, data []byte, p *Params) *Request {
 	w := ep.w
 	w.lock()
 	defer w.unlock()
+	var err error
+	tried := false
+	if p.noRequest() {
+		if tried, err = ep.amSendNow(id, header, data); tried && err == nil {
+			return nil
+		}
+	}
 	r := w.getReq(kAMSend, ep, p)
 	r.amID, r.amHdr, r.buf = id, header, data
 	r.info.Length = len(data)
-	ep.post(r)
+	if tried {
+		ep.postFailed(r, err)
+	} else {
+		ep.post(r)
+	}
 	return r
 }
 

@@ -59,7 +59,17 @@
 // Wait(ctx) progresses the worker until then, Test polls, Cancel cancels
 // a posted receive or a send that has not left, an optional callback runs
 // from Progress (never inside the call that started the operation), and
-// Release returns it to the worker's pool.
+// Release returns it to the worker's pool. As in UCX, whose
+// ucp_tag_send_nbx and ucp_am_send_nbx return NULL for a message sent at
+// once, TagSend and AMSend return a nil *Request when the message went
+// inside the call (an eager message the lane took; with failover on, one
+// logged in the sequenced channel, whose replay log keeps it until the
+// peer acknowledges it) and the Params ask for no request (nil, or no
+// Callback and no UserData); so does Put (ucp_put_nbx) for a put within
+// the RMA lane's short limit that the lane wrote at once, with failover
+// off (a put that may be replayed keeps its request). A nil *Request behaves as one completed
+// with success: Wait, Test, Done, Err, Info, UserData, Cancel and Release
+// accept it.
 //
 // TagSendSync is a synchronous send (MPI_Ssend): it always takes the
 // rendezvous protocol, so it completes only after a receive matched it.

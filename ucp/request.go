@@ -49,7 +49,11 @@ type Params struct {
 
 // Request is one non-blocking operation. It completes exactly once with
 // its own status. Release returns it to the worker's pool; after Release
-// the caller must not touch it.
+// the caller must not touch it. An operation that completed inside the
+// call may return a nil *Request (see TagSend); every method treats nil
+// as a request that completed with success: Done and Test report done,
+// Wait and Err return nil, Info and UserData are zero, Cancel returns
+// false and Release does nothing.
 //
 // The fields an eager tag send or receive sets are in reqEager, which
 // putReq clears on every reuse; the rest of the request (the rendezvous,
@@ -196,6 +200,9 @@ func (l *reqList) take() []*Request {
 // receive told of a pending peer failure reports (false,
 // ErrProcFailedPending) once: a *PendingError, not a final status.
 func (r *Request) Test() (bool, error) {
+	if r == nil {
+		return true, nil
+	}
 	if r.isDone() {
 		return true, r.err
 	}
@@ -220,23 +227,33 @@ func (r *Request) takeNotice() error {
 }
 
 // Done reports whether the request completed (without progressing).
-func (r *Request) Done() bool { return r.isDone() }
+func (r *Request) Done() bool { return r == nil || r.isDone() }
 
 func (r *Request) isDone() bool { return r.fin || r.done.Load() }
 
 // Err returns the completion status (nil while pending or on success).
 func (r *Request) Err() error {
-	if r.isDone() {
+	if r != nil && r.isDone() {
 		return r.err
 	}
 	return nil
 }
 
 // Info returns what is known about the request's message (receives).
-func (r *Request) Info() Info { return r.info }
+func (r *Request) Info() Info {
+	if r == nil {
+		return Info{}
+	}
+	return r.info
+}
 
 // UserData returns Params.UserData.
-func (r *Request) UserData() any { return r.user }
+func (r *Request) UserData() any {
+	if r == nil {
+		return nil
+	}
+	return r.user
+}
 
 // Wait progresses the worker until the request completes or ctx ends and
 // returns the request's status. A posted receive told of a pending peer
@@ -244,6 +261,9 @@ func (r *Request) UserData() any { return r.user }
 // to keep waiting. The errors returned while the request is still pending
 // (a *PendingError, or ctx's error) are not final (see Final).
 func (r *Request) Wait(ctx context.Context) error {
+	if r == nil {
+		return nil
+	}
 	spins := 0
 	for {
 		if r.isDone() {
@@ -278,6 +298,9 @@ func (r *Request) Wait(ctx context.Context) error {
 // Cancel returns true; otherwise it returns false and the request
 // completes normally.
 func (r *Request) Cancel() bool {
+	if r == nil {
+		return false
+	}
 	w := r.w
 	w.lock()
 	defer w.unlock()
@@ -308,6 +331,9 @@ func (r *Request) peerName() string {
 // Release returns the request to the worker's pool, at once if it has
 // completed, else when it completes (its callback still runs).
 func (r *Request) Release() {
+	if r == nil {
+		return
+	}
 	w := r.w
 	w.lock()
 	switch {

@@ -207,6 +207,10 @@ func (k *RKey) Close() error {
 
 // Put writes buf to the peer's memory at raddr (a Mem's Address plus an
 // offset) under rkey. buf must stay untouched until completion.
+//
+// As ucp_put_nbx, Put returns nil when a put that fits the RMA lane's
+// short limit was written inside the call and p asks for no request (see
+// TagSend); buf may then be reused at once.
 func (ep *Endpoint) Put(buf []byte, raddr uint64, rkey *RKey, p *Params) *Request {
 	return ep.rma(kPut, buf, raddr, rkey, p)
 }
@@ -220,6 +224,9 @@ func (ep *Endpoint) rma(kind reqKind, buf []byte, raddr uint64, rkey *RKey, p *P
 	w := ep.w
 	w.lock()
 	defer w.unlock()
+	if kind == kPut && p.noRequest() && ep.putNow(buf, raddr, rkey) {
+		return nil
+	}
 	r := w.getReq(kind, ep, p)
 	r.buf, r.raddr, r.rkey = buf, raddr, rkey
 	r.info.Length = len(buf)

@@ -43,13 +43,31 @@ func (w *Worker) freeUnexp(u *unexp) {
 // eager (short, bcopy, zcopy by size), large ones by rendezvous. buf must
 // stay untouched until the request completes. Messages on one endpoint
 // with matching tags are never overtaken.
+//
+// As ucp_tag_send_nbx, TagSend returns nil when the send completed inside
+// the call (an eager short or bcopy message the lane took) and p is nil
+// or has neither Callback nor UserData: buf may be reused at once. Every
+// Request method accepts a nil request as one that completed with
+// success, so callers may treat the result alike either way.
 func (ep *Endpoint) TagSend(buf []byte, tag uint64, p *Params) *Request {
 	w := ep.w
 	w.lock()
+	var err error
+	tried := false
+	if p.noRequest() {
+		if tried, err = ep.tagSendNow(buf, tag); tried && err == nil {
+			w.unlock()
+			return nil
+		}
+	}
 	r := w.getReq(kTagSend, ep, p)
 	r.buf, r.tag = buf, tag
 	r.info = Info{Length: len(buf), Tag: tag}
-	ep.post(r)
+	if tried {
+		ep.postFailed(r, err)
+	} else {
+		ep.post(r)
+	}
 	w.unlock()
 	return r
 }
@@ -57,7 +75,6 @@ func (ep *Endpoint) TagSend(buf []byte, tag uint64, p *Params) *Request {
 // sendTag posts r on the AM lane (lock held).
 func (ep *Endpoint) sendTag(r *Request) error {
 	n := len(r.buf)
-	ln := &ep.lanes[ep.amLane]
 	if r.sync {
 		if ep.rmaLane < 0 {
 			return fmt.Errorf("synchronous send needs a lane with get and put: %w", uct.ErrUnsupported)
@@ -68,10 +85,7 @@ func (ep *Endpoint) sendTag(r *Request) error {
 		return ep.sendTagSeq(r)
 	}
 	if n <= ep.shortMax {
-		b := ep.scratch[:4+n]
-		le.PutUint32(b, ep.rid)
-		copy(b[4:], r.buf)
-		if err := ln.ep.AMShort(amEager, r.tag, b); err != nil {
+		if err := ep.tagShort(r.buf, r.tag); err != nil {
 			return err
 		}
 		ep.w.complete(r, nil)
@@ -83,13 +97,13 @@ func (ep *Endpoint) sendTag(r *Request) error {
 	if n > ep.bcopyMax {
 		return fmt.Errorf("%d bytes and no rendezvous lane: %w", n, uct.ErrInvalidParam)
 	}
-	hdr := ep.scratch[:eagerHdr]
-	putEagerHdr(hdr, r.tag, ep.rid)
 	if n >= ep.zcopyMin {
+		hdr := ep.scratch[:eagerHdr]
+		putEagerHdr(hdr, r.tag, ep.rid)
 		r.deep = true
 		r.iov[0] = r.buf
 		r.comp.Count = 1
-		err := ln.ep.AMZcopy(amEager, hdr, r.iov[:], &r.comp)
+		err := ep.lanes[ep.amLane].ep.AMZcopy(amEager, hdr, r.iov[:], &r.comp)
 		if err == uct.ErrInProgress {
 			ep.inflight.push(r)
 			return nil
@@ -97,7 +111,7 @@ func (ep *Endpoint) sendTag(r *Request) error {
 		if err != nil {
 			return err
 		}
-	} else if _, err := ln.ep.AMBcopy(amEager, hdr, r.buf); err != nil {
+	} else if err := ep.tagBcopy(r.buf, r.tag); err != nil {
 		return err
 	}
 	ep.w.complete(r, nil)

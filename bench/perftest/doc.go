@@ -31,13 +31,21 @@
 // worker) address, the buffer's address and its packed remote key (see
 // wire.go; decodeMessage has a fuzz target). Before each size both sides
 // meet at a barrier, run the warm-up iterations, then the measured ones.
+// The TCP barrier polls its socket for up to 20 ms before it blocks on
+// it, so that the process keeps running and Go's sysmon thread does not
+// restart at its shortest period into the phase that follows.
 //
 // Latency tests (am_lat, put_lat, add_lat, tag_lat, tag_sync_lat,
 // ucp_put_lat, ucp_am_lat) are ping-pongs and report one-way latency, half
 // the round trip; fadd, cswap, ucp_fadd and ucp_cswap report the round
 // trip of one fetching atomic; bandwidth tests (am_bw, put_bw, get_bw,
 // tag_bw, ucp_put_bw, ucp_get, ucp_am_bw, ucp_add) keep up to -O
-// operations outstanding and end with a flush.
+// operations outstanding and end with a flush. am_bw runs ucx_perftest's
+// flow control of active messages: the sender keeps at most 127 (its
+// fc_window) unacknowledged, the receiver acknowledges every half window
+// with an AM of the test's size, and the sender ends when the last
+// message is acknowledged, so that neither side fills the other's FIFO
+// whichever of them starts first.
 // put_lat and ucp_put_lat poll the last byte of their own buffer, as
 // ucx_perftest does, so they cannot sleep (-E sleep is refused).
 // tag_sync_lat is tag_lat with ucp.Endpoint.TagSendSync, which completes
@@ -96,8 +104,8 @@
 //
 // with each function's own (flat) time added to its layer, and
 // BenchmarkTagCPU's cpu-ns/roundtrip halved for one message (one send
-// request and one receive request). At 214 CPU-ns per message (load
-// about 10):
+// request and one receive request). At 214 CPU-ns per message, when
+// every send still took a request (load about 10):
 //
 //	layer                        ns  share  functions
 //	request                      54  25 %   getReq, putReq, Release, TagSend, TagRecv, lock,
@@ -121,11 +129,14 @@
 // shm and 14 ns through a worker (BenchmarkProgressIdle in both
 // packages, best of 10 runs). The request layer is what UCX does not
 // pay on its inline path: ucp_tag_send_nbx of a short message returns
-// without a request. Ours reuses a request by clearing only its eager
-// part (reqEager, about 200 of its 584 bytes) when it stayed on the eager
-// path; 40 alternated runs of BenchmarkTagCPU at a load of about 10 gave
-// a median of 395 CPU-ns per round trip, against 414 before the request
-// and shm changes that this table reflects.
+// without a request. Ours does the same: TagSend (and AMSend, and a
+// short Put) return a nil request when the message went inside the call
+// and no callback or user data was asked for, so an eager send takes no
+// request from the pool. In four alternated runs of 300000 round trips
+// at a load of about 13, BenchmarkTagCPU/none went from 791-821 to
+// 705-722 CPU-ns per round trip:
+//
+//	./ucp.test -test.run XXX -test.bench 'BenchmarkTagCPU$/none' -test.benchtime 300000x
 //
 // With failover on (UCGO_FAILOVER=same or any) and no fault, every
 // message also travels in ucp's sequenced channel. The sender writes the

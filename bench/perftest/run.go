@@ -77,22 +77,6 @@ func pin(cpu int) {
 	}
 }
 
-// settleTime is how long settle spins.
-const settleTime = 30 * time.Millisecond
-
-// settle spins for settleTime after the barrier, before the warm-up. While
-// the barrier waits on its socket the process has no running goroutine,
-// and Go's sysmon thread sleeps; a system call wakes it, and it restarts
-// at its shortest period (20 µs, about 100 µs with timer slack) for about
-// 5 ms, then doubles it up to 10 ms over some 20 ms more. Each of its
-// wake-ups preempts the test on its pinned CPU, for tens of µs on a
-// virtual machine: without settling, the first milliseconds of a short
-// measured phase had up to ten such stalls per millisecond.
-func settle() {
-	for start := time.Now(); time.Since(start) < settleTime; {
-	}
-}
-
 // side is one side of a run at either level: a uct session or a ucp
 // session.
 type side interface {
@@ -153,10 +137,16 @@ func runSide(cfg *config, ch oob, initiator bool, out *report.Writer, progress i
 	rec := report.NewRecorder(cfg.Iters)
 	for _, size := range sizes {
 		s.zero()
+		// Both sides leave the barrier and go straight into the warm-up,
+		// as ucx_perftest does: a process that just woke from the
+		// barrier's wait runs its short phase within its scheduling
+		// slice, where one that spun first (burning CPU time the
+		// scheduler charges it for) is the one preempted for
+		// milliseconds in the middle of the measured phase on a busy
+		// host.
 		if err := ch.barrier(); err != nil {
 			return fmt.Errorf("barrier: %w", err)
 		}
-		settle()
 		m.rec = nil
 		if cfg.Warmup > 0 {
 			if err := s.run(size, cfg.Warmup); err != nil {

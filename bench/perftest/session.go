@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,7 @@ const (
 	amPing = 1 // am_lat ping and pong
 	amData = 2 // am_bw data
 	amDone = 3 // end of a phase
+	amAck  = 4 // am_bw flow-control acknowledgement
 )
 
 // epTimeout is the transports' endpoint timeout (rc: about half of it is
@@ -66,7 +68,8 @@ type session struct {
 	recv, done         int // AMs received (amPing/amData, amDone)
 	recvWant, doneWant int // ... and expected so far
 	ctrWant            uint64
-	seq                int // put_lat and add_lat sequence
+	seq                int  // put_lat and add_lat sequence
+	fc                 amFC // am_bw flow control
 	cswapOld           uint64
 	result             uint64
 
@@ -165,6 +168,9 @@ func newSession(cfg *config, test *testDef, initiator bool) (_ *session, err err
 		if err := s.it.SetAMHandler(id, count(n), nil); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.it.SetAMHandler(amAck, s.onAck, nil); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -299,7 +305,11 @@ func (c *spinCheck) check(ctx context.Context, epErr error) error {
 // retry runs an operation's back-pressure loop: ErrNoResource makes
 // progress and asks for another try.
 func (s *session) retry(err error) (again bool, _ error) {
+	if err == nil {
+		return false, nil // the common case, without a call into errors.Is
+	}
 	if err == uct.ErrNoResource || errors.Is(err, uct.ErrNoResource) {
+		s.fc.noResource++
 		return true, s.poll()
 	}
 	return false, err
@@ -371,12 +381,19 @@ func (s *session) drain() error {
 
 // sendAM sends an AM of size bytes (8-byte header included) from src:
 // short if it fits, else bcopy, else zcopy.
-func (s *session) sendAM(id uint8, size int) error {
+func (s *session) sendAM(id uint8, size int) error { return s.sendAMHdr(id, size, uint64(s.seq)) }
+
+// sendAMHdr is sendAM with the AM header hdr (little-endian in src[:8]
+// for bcopy and zcopy).
+func (s *session) sendAMHdr(id uint8, size int, hdr uint64) error {
+	if size-8 > s.attr.AMMaxShort {
+		binary.LittleEndian.PutUint64(s.src[:8], hdr)
+	}
 	for {
 		var err error
 		switch {
 		case size-8 <= s.attr.AMMaxShort:
-			err = s.ep.AMShort(id, uint64(s.seq), s.src[8:size])
+			err = s.ep.AMShort(id, hdr, s.src[8:size])
 		case size <= s.attr.AMMaxBcopy:
 			_, err = s.ep.AMBcopy(id, s.src[:8], s.src[8:size])
 		default:

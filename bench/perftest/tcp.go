@@ -57,6 +57,7 @@ func (t *tcpOOB) barrier() error {
 	if err := t.send(&message{Kind: kindSync, Seq: t.seq}); err != nil {
 		return err
 	}
+	t.spinReadable()
 	m, err := t.recv(kindSync)
 	if err != nil {
 		return err

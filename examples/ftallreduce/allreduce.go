@@ -189,6 +189,9 @@ func (p *proc) iteration(i int) error {
 			return err
 		}
 		sr := ep.TagSend(mine, tag(p.me, kindData, p.epoch, i), nil)
+		if sr == nil {
+			continue // sent at once: nothing to wait for
+		}
 		peerOf[sr] = r
 		sends = append(sends, sr)
 	}

@@ -6,9 +6,14 @@
 // multi-producer single-consumer ring of 128-byte cells, each with its own
 // bcopy buffer. Peers attach by opening /proc/PID/fd/N and mapping the
 // segment MAP_SHARED, so only same-user processes can attach and nothing
-// survives the owner. Senders reserve a cell with a compare-and-swap on the
-// ring tail, write it and publish it with a store to the cell's sequence
-// word; the receiver polls the head cell in Progress and hands the cell it
+// survives the owner. A sender claims a cell with a compare-and-swap of its
+// sequence word (the one locked instruction of a send), moves the ring's
+// tail past it with a plain store (the tail is only where senders start
+// looking; one that finds it behind moves it on), writes the cell and
+// publishes it with a plain store (release order) to
+// the cell's sequence word; the claim's compare-and-swap is the barrier
+// that orders the sender's check for a sleeping receiver, so a receiver
+// finding its head cell claimed does not sleep. The receiver polls the head cell in Progress and hands the cell it
 // delivered last back to the senders when it delivers the next one or on
 // its next call (so that freeing it does not delay what the AM handler
 // started). Each cell carries its sender's iface (pid and segment fd),
@@ -49,7 +54,9 @@
 //
 // A sender claims a cell by writing its pid and the round into the cell's
 // sequence word before it moves the tail (other senders help the tail past
-// a claimed cell), so the tail never passes a cell without a known writer.
+// a claimed cell, and a tail set back by a late store only points at used
+// cells, which they step over), so the tail never passes a cell without a
+// known writer.
 // A sender SIGKILLed between claiming and publishing leaves its pid behind;
 // when the head cell stays claimed for 100 ms, the receiver checks that
 // process with a pidfd and skips the cell if it is gone. The check runs on

@@ -138,11 +138,13 @@ func (it *Iface) SetAMHandler(id uint8, h uct.AMHandler, arg any) error {
 	return nil
 }
 
-// Arm returns ErrBusy if a message waits; else it announces that the
-// receiver is about to sleep so senders wake it.
+// Arm returns ErrBusy if a message waits or is being written (its cell
+// claimed: its sender may have checked for a sleeper before we announced
+// ourselves, see ring.publish); else it announces that the receiver is
+// about to sleep so senders wake it.
 func (it *Iface) Arm() error {
 	atomic.StoreUint32(it.rx.wait, 1)
-	if it.rx.ready(it.head) && it.disabled.Load() == nil || it.woken.Load() != 0 {
+	if it.rx.pending(it.head) && it.disabled.Load() == nil || it.woken.Load() != 0 {
 		return uct.ErrBusy
 	}
 	return nil
@@ -152,14 +154,14 @@ func (it *Iface) Arm() error {
 func (it *Iface) Wait(ctx context.Context) error {
 	defer atomic.StoreUint32(it.rx.wait, 0)
 	for {
-		if it.woken.Swap(0) != 0 || it.rx.ready(it.head) && it.disabled.Load() == nil {
+		if it.woken.Swap(0) != 0 || it.rx.pending(it.head) && it.disabled.Load() == nil {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		v := atomic.LoadUint32(it.rx.futex)
-		if it.woken.Load() != 0 || it.rx.ready(it.head) && it.disabled.Load() == nil {
+		if it.woken.Load() != 0 || it.rx.pending(it.head) && it.disabled.Load() == nil {
 			continue
 		}
 		it.rx.sleep(v, 50*time.Millisecond)

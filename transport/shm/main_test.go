@@ -22,13 +22,15 @@ const (
 	amEcho  = 1 // child echoes the message back on amEcho
 	amCount = 3 // child counts; header with top bit set asks for one reply
 	amQuit  = 4
+	amBlast = 5 // "blast" child to parent: header = pid<<32 | sequence
 )
 
 // Child roles: "echo" serves AMs, "pinned" does so on the last CPU,
 // "sleepy" waits in Arm/Wait between messages, "claimhang" claims a cell
-// of the parent's FIFO and hangs.
+// of the parent's FIFO and hangs, "blast" sends blastCount messages into
+// the parent's FIFO as fast as it takes them, then serves as "echo".
 func TestMain(m *testing.M) {
-	for _, role := range []string{"echo", "pinned", "sleepy", "claimhang"} {
+	for _, role := range []string{"echo", "pinned", "sleepy", "claimhang", "blast"} {
 		testproc.Register(role, func() error { return runChild(role) })
 	}
 	testproc.Main(m)
@@ -75,6 +77,11 @@ func runChild(role string) error {
 			return fmt.Errorf("parent FIFO full")
 		}
 		time.Sleep(time.Hour)
+	}
+	if role == "blast" {
+		if err := blast(ep.(*Endpoint), it); err != nil {
+			return err
+		}
 	}
 	quit := false
 	count := uint64(0)

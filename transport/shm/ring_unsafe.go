@@ -73,11 +73,21 @@ func claimOwner(seq, t uint64) int {
 // a compare-and-swap would take two transfers between the cores (one to
 // read the line, one to own it) where the compare-and-swap alone takes
 // one.
+//
+// The claim (a compare-and-swap of the cell's sequence word for exactly
+// this round) is what reserves the cell; the tail is only where senders
+// start looking. The claimer moves it past its cell with a plain store,
+// so a send costs one locked instruction. A claimer delayed between its
+// claim and that store may set the tail back (never past a claimed cell,
+// and by less than a round, since its own cell, unpublished, stops the
+// consumer); senders that find the tail's cell already claimed, published
+// or consumed move the tail on with a compare-and-swap, as they help the
+// tail past a cell claimed by a sender that has not moved it yet.
 func (r *ring) reserve(me uint32) (uint64, bool) {
 	t := atomic.LoadUint64(r.tail)
 	p := u64at(r.cell(t), 0)
 	if atomic.CompareAndSwapUint64(p, t, claimTag(t)|uint64(me)) {
-		atomic.CompareAndSwapUint64(r.tail, t, t+1)
+		storeRelease(r.tail, t+1)
 		return t, true
 	}
 	for {
@@ -87,17 +97,19 @@ func (r *ring) reserve(me uint32) (uint64, bool) {
 		switch {
 		case seq == t:
 			if atomic.CompareAndSwapUint64(p, t, claimTag(t)|uint64(me)) {
-				atomic.CompareAndSwapUint64(r.tail, t, t+1)
+				storeRelease(r.tail, t+1)
 				return t, true
 			}
 		case seq&claimBit == 0:
 			if seq < t {
 				return 0, false // the previous round's message is unread
 			}
-		case seq&^0xffffffff == claimTag(t):
-			atomic.CompareAndSwapUint64(r.tail, t, t+1) // help the claimer
+			// published or consumed in this round: the tail is behind
+			atomic.CompareAndSwapUint64(r.tail, t, t+1)
 		case seq&^0xffffffff == claimTag(t-uint64(r.cells)):
 			return 0, false // the previous round is still being written
+		default:
+			atomic.CompareAndSwapUint64(r.tail, t, t+1) // help the claimer
 		}
 	}
 }
@@ -119,8 +131,18 @@ func (r *ring) stuckOwner(head uint64) int {
 }
 
 // publish makes cell t visible to the consumer and wakes it if it sleeps.
+//
+// The publishing store is a plain store with release order (storeRelease):
+// the cell's contents are visible before it. The check for a sleeping
+// consumer needs no barrier after that store: the claim's compare-and-swap
+// in reserve is one, and it pairs with the consumer's announcement in Arm
+// (a full barrier too) as in Dekker's algorithm. Either the consumer
+// announced itself before our claim, and the load of the waiting word
+// below sees it, or it announced itself after, and its check of the head
+// cell that follows sees the claim; a consumer that finds the head cell
+// claimed does not sleep (pending).
 func (r *ring) publish(t uint64) {
-	atomic.StoreUint64(u64at(r.cell(t), 0), t+1)
+	storeRelease(u64at(r.cell(t), 0), t+1)
 	if atomic.LoadUint32(r.wait) != 0 {
 		r.wake()
 	}
@@ -129,6 +151,12 @@ func (r *ring) publish(t uint64) {
 func (r *ring) wake() {
 	atomic.AddUint32(r.futex, 1)
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(r.futex)), futexWake, 1<<30, 0, 0, 0)
+}
+
+// pending reports whether the cell at head is claimed or published: a
+// message is on its way, so the consumer must not sleep.
+func (r *ring) pending(head uint64) bool {
+	return atomic.LoadUint64(u64at(r.cell(head), 0)) != head
 }
 
 // ready reports whether the cell at head is published.
