@@ -38,6 +38,10 @@ type foState struct {
 	sentAt   time.Time // our sync sent: the first message on the new lane
 	detect   tsc.Ticks
 	replayed int
+	// backDue: a fail-back answered while the peer's traffic (and so
+	// ours) was still on the lane it left; reported once ours follows
+	// the peer's to the lane it went back to
+	backDue bool
 }
 
 // failOver moves ep's traffic off the failed lane li (lock held). It
@@ -256,6 +260,11 @@ func (w *Worker) onSync(arg any, data []byte, _ uct.AMFlags) {
 	ep.heardOn(arg)
 	if li := ep.laneOn(arg); li >= 0 && ep.lanes[li].failed == nil && ep.lanes[li].ep != nil {
 		ep.amLane = li // the peer's traffic moved there: ours follows
+		if f.fov.backDue && li == f.fov.to {
+			f.fov.backDue = false
+			f.fov.sentAt = time.Now() // our traffic lands on the lane now
+			w.reportSwitch(ep)
+		}
 	}
 	f.log.Ack(delivered)
 	f.asked = false
@@ -275,12 +284,20 @@ func (w *Worker) onSync(arg any, data []byte, _ uct.AMFlags) {
 	w.resend(ep)
 	fv := &f.fov
 	if fv.kind == failover.FailedBack && ep.amLane == fv.from {
-		// the peer's traffic stayed on the lane we left (it has not
-		// failed back yet) and ours followed it there
-		// (onSync): no fail-back took place
-		w.unfenceAfterSync(ep)
-		return
+		// the peer's traffic is still on the lane we left (its own
+		// probes have not brought ours back yet) and ours followed it
+		// there (onSync): the fail-back is reported when ours follows
+		// the peer's back
+		fv.backDue = true
+	} else {
+		w.reportSwitch(ep)
 	}
+	w.unfenceAfterSync(ep)
+}
+
+// reportSwitch counts ep's lane switch and reports its event (lock held).
+func (w *Worker) reportSwitch(ep *Endpoint) {
+	fv := &ep.fo.fov
 	if fv.kind == failover.FailedBack {
 		w.stats.FailedBack++
 	} else {
@@ -288,7 +305,6 @@ func (w *Worker) onSync(arg any, data []byte, _ uct.AMFlags) {
 	}
 	w.foEventT(failover.Event{Kind: fv.kind, Endpoint: ep.name, From: ep.foLane(fv.from), To: ep.foLane(ep.amLane),
 		Cause: fv.cause, Switch: fv.sentAt.Sub(fv.seen), Replayed: fv.replayed, At: time.Now()}, fv.detect)
-	w.unfenceAfterSync(ep)
 }
 
 // unfenceAfterSync lets ep's traffic go on once its sync was answered
