@@ -135,7 +135,12 @@
 // when the peer is cut off, work requests exceed their retries and fail
 // with uct.ErrEndpointTimeout) or from keepalive: every KeepaliveInterval
 // the worker checks the liveness of every lane (uct CheckLiveness) and
-// sends each peer a heartbeat. With Config.DetectSilentPeers a peer none
+// sends each peer a heartbeat. A lane whose link is down refuses posts
+// with uct.ErrRouteLost, a transient status: its requests wait queued
+// for the link to come back, but a lane whose liveness checks are
+// refused so for longer than the endpoint's timeout (EPParams.Timeout,
+// 3 s when unset) has failed with uct.ErrRouteLost, so an endpoint whose
+// requests all wait for answers that cannot come still fails. With Config.DetectSilentPeers a peer none
 // of whose heartbeats arrived for three intervals (its own, if longer) is
 // silent: stopped, hung, cut off, or not calling Progress for that long;
 // its endpoint fails with an error matching uct.ErrEndpointTimeout. It is

@@ -54,6 +54,8 @@ type lane struct {
 	laneInfo // the lane set's (laneset.go)
 
 	prb laneProbe // per-lane probes (probe.go)
+
+	laneRoute // how long its route has been lost (routewait.go)
 }
 
 // Endpoint is a connection to one peer worker over a set of lanes. Its

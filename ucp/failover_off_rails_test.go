@@ -1,0 +1,285 @@
+package ucp
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ucgo/ucgo/failover"
+	"github.com/ucgo/ucgo/internal/fault"
+)
+
+// foOffStripe is the size of the striped puts and gets of
+func init() {
+	// fooffsink: like fosink, give rank 0 the address and key of memory
+	// for its puts, gets and atomics, then take whatever arrives (tag
+	// messages, active messages, rendezvous data) and stay alive, so that
+	// a failed endpoint is never a dead peer, until stdin closes or says
+	// anything (bounded: two minutes).
+	childRoles["fooffsink"] = func(nd *node) error {
+		ep := nd.eps[0]
+		mem, err := nd.w.MemMap(make([]byte, foMemSize))
+		if err != nil {
+			return err
+		}
+		defer mem.Close()
+		kb := binary.LittleEndian.AppendUint64(nil, mem.Address())
+		if err := nd.wait(ep.TagSend(append(kb, mem.PackRKey()...), mkTag(1, foTagKey), nil)); err != nil {
+			return err
+		}
+		var end atomic.Bool
+		go func() {
+			bufio.NewReader(os.Stdin).ReadString('\n')
+			end.Store(true)
+		}()
+		nd.w.SetAMHandler(foAM, func(m *AMMessage) {
+			if m.Rndv {
+				m.RecvData(make([]byte, m.Length), nil).Release()
+			}
+		})
+		buf := make([]byte, 1<<20)
+		var recv func()
+		recv = func() {
+			nd.w.TagRecv(buf, mkTag(0, foTagData), exact, &Params{Callback: func(r *Request) {
+				if r.Err() == nil {
+					recv()
+				}
+			}}).Release()
+		}
+		recv()
+		for stop := time.Now().Add(2 * time.Minute); !end.Load() && time.Now().Before(stop); {
+			nd.w.Progress()
+		}
+		return nil
+	}
+}
+
+// TestFailoverOffRailBlackHole: above stripeMin, so each goes over both
+// rails.
+const foOffStripe = 128 << 10
+
+// foOffTagUnrecv tags messages that fooffsink never receives.
+const foOffTagUnrecv = foTagData + 1
+
+func init() {
+	// fooffsink: like fosink, give rank 0 the address and key of memory
+	// for its puts, gets and atomics, then take whatever arrives (tag
+	// messages, active messages, rendezvous data) and stay alive, so that
+	// a failed endpoint is never a dead peer, until stdin closes or says
+	// anything (bounded: two minutes).
+	childRoles["fooffsink"] = func(nd *node) error {
+		ep := nd.eps[0]
+		mem, err := nd.w.MemMap(make([]byte, foMemSize))
+		if err != nil {
+			return err
+		}
+		defer mem.Close()
+		kb := binary.LittleEndian.AppendUint64(nil, mem.Address())
+		if err := nd.wait(ep.TagSend(append(kb, mem.PackRKey()...), mkTag(1, foTagKey), nil)); err != nil {
+			return err
+		}
+		var end atomic.Bool
+		go func() {
+			bufio.NewReader(os.Stdin).ReadString('\n')
+			end.Store(true)
+		}()
+		nd.w.SetAMHandler(foAM, func(m *AMMessage) {
+			if m.Rndv {
+				m.RecvData(make([]byte, m.Length), nil).Release()
+			}
+		})
+		buf := make([]byte, 1<<20)
+		var recv func()
+		recv = func() {
+			nd.w.TagRecv(buf, mkTag(0, foTagData), exact, &Params{Callback: func(r *Request) {
+				if r.Err() == nil {
+					recv()
+				}
+			}}).Release()
+		}
+		recv()
+		for stop := time.Now().Add(2 * time.Minute); !end.Load() && time.Now().Before(stop); {
+			nd.w.Progress()
+		}
+		return nil
+	}
+}
+
+// TestFailoverOffRailBlackHole: two namespaces joined by two rails,
+// failover off. An eBPF program black-holes every RoCE packet arriving
+// on one rail while the stream of TestFailoverRailDown is in flight, with
+// puts and gets striped over both rails and endpoint flushes among it.
+// The black-holed lane's work requests exceed their retries and the
+// endpoint fails (failover is off, so that is right); every request,
+// those in flight on the healthy rail and those waiting for a peer's
+// answer included, completes exactly once, within a bounded time, and
+// those started after the failure with the endpoint's error.
+func TestFailoverOffRailBlackHole(t *testing.T) {
+	for _, which := range []string{"am-rail", "other-rail"} {
+		t.Run(which, func(t *testing.T) { foOffRailFault(t, which == "am-rail", false, false, false) })
+	}
+}
+
+// TestFailoverOffRailDown is TestFailoverOffRailBlackHole with the rail's
+// link down for good instead of black-holed: its lane refuses posts with
+// uct.ErrRouteLost, a transient status, and striped chunks wait for it;
+// once the route stayed lost for longer than the endpoint's timeout the
+// lane has failed, and with it (failover off) the endpoint.
+func TestFailoverOffRailDown(t *testing.T) {
+	for _, which := range []string{"am-rail", "other-rail", "both", "both-idle"} {
+		t.Run(which, func(t *testing.T) {
+			foOffRailFault(t, which == "am-rail", true, strings.HasPrefix(which, "both"), which == "both-idle")
+		})
+	}
+}
+
+// foOffRailFault black-holes (or with down, sets down) the rail of the
+// endpoint's AM lane (amRail) or the other one, or with both both rails.
+// With idle, the links go down while nothing of ours is in flight in the
+// transports: the requests outstanding wait for the peer's answers
+// (rendezvous sends the peer has not received, a flush behind them), so
+// no work request of ours runs out of retries and only the lanes' lost
+// routes can end the endpoint.
+func foOffRailFault(t *testing.T, amRail, down, both, idle bool) {
+	cfg := Config{Failover: failover.Policy{Mode: failover.Off}, ErrorMode: ErrorModePeer}
+	env := []string{EnvFailover + "=off", EnvErrMode + "=peer"}
+	nd, rails := foRailsWorld(t, "fooffsink", cfg, 2*time.Second, env...)
+	ep := nd.eps[1]
+	if len(ep.lanes) != 2 || ep.fo != nil || len(ep.rails) != 2 {
+		t.Fatalf("%d lanes, %d rails, sequenced %v: want two striped rails without failover", len(ep.lanes), len(ep.rails), ep.fo != nil)
+	}
+	kb := make([]byte, 4096)
+	kr := nd.w.TagRecv(kb, mkTag(1, foTagKey), exact, nil)
+	nd.must(nd.wait(kr))
+	rk, err := ep.UnpackRKey(kb[8:kr.Info().Length])
+	nd.must(err)
+	t.Cleanup(func() { rk.Close() })
+	s := &foStream{nd: nd, ep: ep, rk: rk, raddr: binary.LittleEndian.Uint64(kb), fetch: make([]uint64, 0, 150)}
+	track := func(start func(p *Params) *Request) {
+		idx := len(s.reqs)
+		s.reqs = append(s.reqs, start(&Params{UserData: idx, Callback: func(r *Request) { s.done[r.UserData().(int)]++ }}))
+		s.done = append(s.done, 0)
+	}
+	putBuf, getBuf := pattern(foOffStripe, 3), make([]byte, foOffStripe)
+	rail := -1
+	for i, a := range rails.A {
+		if (a.Link() == ep.lanes[ep.amLane].attr.Device) == amRail {
+			rail = i
+		}
+	}
+	var injected time.Time
+	failedAt := -1 // the first request started after the endpoint failed
+	const maxOps = 4000
+	deadline := time.Now().Add(90 * time.Second)
+	for k := 0; k < maxOps && time.Now().Before(deadline); k++ {
+		if failedAt < 0 && ep.Err() != nil {
+			failedAt = len(s.reqs)
+		}
+		if failedAt >= 0 && len(s.reqs) >= failedAt+20 {
+			break
+		}
+		switch k % 9 {
+		case 2:
+			off := uint64(k%4) * foOffStripe
+			track(func(p *Params) *Request { return ep.Put(putBuf, s.raddr+off, rk, p) })
+		case 6:
+			track(func(p *Params) *Request { return ep.Get(getBuf, s.raddr+4*foOffStripe, rk, p) })
+		default:
+			s.post(k)
+		}
+		if k == 150 && idle {
+			for j := 0; j < 4; j++ {
+				track(func(p *Params) *Request {
+					return ep.TagSend(seqPayload(j, 100000), mkTag(0, foOffTagUnrecv), p)
+				})
+			}
+			track(func(p *Params) *Request { return ep.Flush(p) })
+			// flushes wait for the endpoint to be idle, so for the
+			// unanswered sends too
+			for stop := time.Now().Add(60 * time.Second); s.outstandingBut(kFlush) > 4; {
+				if time.Now().After(stop) {
+					for i, d := range s.done {
+						if d == 0 {
+							t.Logf("request %d (kind %d) outstanding", i, s.reqs[i].kind)
+						}
+					}
+					t.Fatalf("%d requests outstanding, want the 4 the peer does not answer", s.outstandingBut(kFlush))
+				}
+				nd.w.Progress()
+			}
+		}
+		if k == 150 && down {
+			if err := rails.A[rail].SetLink(false); err != nil {
+				t.Fatal(err)
+			}
+			if both {
+				if err := rails.A[1-rail].SetLink(false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			injected = time.Now()
+		}
+		if k == 150 && !down {
+			err := rails.A[rail].Do(func() error {
+				f, err := fault.Drop(rails.A[rail].Link(), fault.Config{OnlyUDPPort: fault.RoCEv2Port, BlackHole: true})
+				if err == nil {
+					t.Cleanup(func() { f.Close() })
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			injected = time.Now()
+		}
+		// keep a bounded number of requests outstanding, so that the
+		// black hole stalls traffic on both rails
+		for j := 0; j < 4 || s.outstanding() > 64 && time.Now().Before(deadline) && ep.Err() == nil; j++ {
+			nd.w.Progress()
+		}
+	}
+	if failedAt < 0 {
+		t.Fatalf("%d requests, %v after the fault: the endpoint did not fail", len(s.reqs), time.Since(injected))
+	}
+	s.drainAll(t)
+	epErr := ep.Err()
+	failed := 0
+	for i, r := range s.reqs {
+		err := r.Err()
+		if err != nil {
+			failed++
+		}
+		if i >= failedAt && !errors.Is(err, epErr) {
+			t.Errorf("request %d, started after the endpoint failed with %v, completed with %v", i, epErr, err)
+		}
+	}
+	t.Logf("endpoint failed with %v; %d requests, %d failed", epErr, len(s.reqs), failed)
+}
+
+// outstandingBut counts the stream's requests not completed yet, but
+// those of kind k.
+func (s *foStream) outstandingBut(k reqKind) int {
+	n := 0
+	for i, d := range s.done {
+		if d == 0 && s.reqs[i].kind != k {
+			n++
+		}
+	}
+	return n
+}
+
+// outstanding counts the stream's requests not completed yet.
+func (s *foStream) outstanding() int {
+	n := 0
+	for _, d := range s.done {
+		if d == 0 {
+			n++
+		}
+	}
+	return n
+}
