@@ -254,8 +254,8 @@ func foOffRailFault(t *testing.T, amRail, down, both, idle bool) {
 		if err != nil {
 			failed++
 		}
-		if i >= failedAt && !errors.Is(err, epErr) {
-			t.Errorf("request %d, started after the endpoint failed with %v, completed with %v", i, epErr, err)
+		if (i >= failedAt || r.kind == kFlush && err != nil) && !errors.Is(err, epErr) {
+			t.Errorf("request %d (kind %d; the endpoint failed before the %dth) completed with %v, not the endpoint's %v", i, r.kind, failedAt, err, epErr)
 		}
 	}
 	t.Logf("endpoint failed with %v; %d requests, %d failed", epErr, len(s.reqs), failed)
