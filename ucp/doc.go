@@ -192,7 +192,10 @@
 //
 // With Config.Failover's Mode off (the default; UCGO_FAILOVER=off) a lane
 // error fails its endpoint as described under Errors. With it on (same:
-// to another lane of the failed lane's transport; any: to any lane), or
+// to another lane of the failed lane's transport, and lane choice never
+// leaves the transport of the endpoint's first lane, so a failed shm
+// lane with only rc left fails the endpoint, also when the peer moved to
+// rc; any: to any lane), or
 // when the peer has it on, every ucp message of an endpoint but wireup,
 // lane-bind and keepalive travels in a sequenced channel: numbered per
 // endpoint whatever lane carries it, kept in the sender's replay log
