@@ -213,10 +213,14 @@
 // Atomics travel as active messages that the target's worker applies to
 // its own memory (MemMap, MemAlloc; a key or range outside it fails with
 // uct.ErrRemoteProtection), once: the channel never delivers a request
-// twice, and the target remembers recent op ids with their results
-// (failover.AtomicLog). An atomic unanswered when its endpoint fails
-// completes with an error matching failover.ErrOutcomeUnknown; it is not
-// retried.
+// twice. The target's answer (the fetched value) is a sequenced message
+// too, kept in the target's log until acknowledged, so an atomic applied
+// on the target whose answer was lost with a failed lane completes with
+// the answer replayed over the new lane, once, with the value the target
+// fetched; the initiator never has to ask the target what became of it.
+// An atomic unanswered when its endpoint fails completes with an error
+// matching failover.ErrOutcomeUnknown (it may have been applied; no lane
+// is left to ask); it is not retried.
 //
 // Every place that learns that one lane broke (a failed post or wireup, a
 // completion with an error, a liveness check, an iface error naming the
