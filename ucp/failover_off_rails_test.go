@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -282,4 +283,102 @@ func (s *foStream) outstanding() int {
 		}
 	}
 	return n
+}
+
+func init() {
+	// foidle: without device watchers (so that only its own posts can
+	// tell it a link is down), send rank 0 one tag message (sequenced
+	// when the failover mode is on, which turns rank 0's channel on),
+	// then progress until stdin closes or says anything (bounded: two
+	// minutes).
+	childRoles["foidle"] = func(nd *node) error {
+		nd.w.unwatchLinks()
+		if err := nd.wait(nd.eps[0].TagSend([]byte("hello"), mkTag(1, foTagKey), nil)); err != nil {
+			return err
+		}
+		var end atomic.Bool
+		go func() {
+			bufio.NewReader(os.Stdin).ReadString('\n')
+			end.Store(true)
+		}()
+		for stop := time.Now().Add(2 * time.Minute); !end.Load() && time.Now().Before(stop); {
+			nd.w.Progress()
+		}
+		return nil
+	}
+}
+
+// TestFailoverOffSequencedRouteLost: our failover is off but the peer's
+// is on, so our endpoint is sequenced. The rail of its AM lane goes down:
+// a sequenced send refused for the lost route while the other rail is up
+// is a lane fault, which with failover off fails the endpoint inside the
+// send. The request whose send was refused completes with the endpoint's
+// error, as does every other; none is left queued on the failed endpoint.
+func TestFailoverOffSequencedRouteLost(t *testing.T) {
+	env := []string{EnvFailover + "=any", EnvErrMode + "=peer"}
+	nd, rails := foRailsWorld(t, "foidle", Config{ErrorMode: ErrorModePeer}, 2*time.Second, env...)
+	w, ep := nd.w, nd.eps[1]
+	w.unwatchLinks()
+	hello := make([]byte, 16)
+	nd.must(nd.wait(w.TagRecv(hello, mkTag(1, foTagKey), exact, nil)))
+	w.lock()
+	// failover off from now on, the endpoint sequenced: as if the peer
+	// alone had it on
+	w.cfg.Failover.Mode = failover.Off
+	seq, lanes := ep.fo != nil, len(ep.lanes)
+	am := ep.amLane
+	w.unlock()
+	if !seq || lanes != 2 {
+		t.Fatalf("sequenced %v, %d lanes: want a sequenced endpoint over two rails", seq, lanes)
+	}
+	rail := -1
+	for i, a := range rails.A {
+		if a.Link() == ep.lanes[am].attr.Device {
+			rail = i
+		}
+	}
+	if rail < 0 {
+		t.Fatalf("the AM lane's device %s is no rail", ep.lanes[am].attr.Device)
+	}
+	if err := rails.A[rail].SetLink(false); err != nil {
+		t.Fatal(err)
+	}
+	var reqs []*Request
+	var done []int
+	for stop := time.Now().Add(30 * time.Second); ep.Err() == nil && time.Now().Before(stop); {
+		i := len(done)
+		done = append(done, 0)
+		reqs = append(reqs, ep.TagSend(seqPayload(i, 64), mkTag(0, foTagData), &Params{UserData: i,
+			Callback: func(r *Request) { done[r.UserData().(int)]++ }}))
+		for j := 0; j < 10; j++ {
+			w.Progress()
+		}
+		time.Sleep(time.Millisecond)
+	}
+	epErr := ep.Err()
+	if epErr == nil {
+		t.Fatal("the AM lane's link is down, failover is off, yet the endpoint did not fail")
+	}
+	nd.progressUntil("every send", func() bool {
+		for _, d := range done {
+			if d == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	failed := 0
+	for i, r := range reqs {
+		if done[i] != 1 {
+			t.Fatalf("send %d completed %d times", i, done[i])
+		}
+		if r.Err() != nil {
+			failed++
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no send failed")
+	}
+	fmt.Fprintln(nd.kids[1].Stdin, "end")
+	t.Logf("endpoint failed with %v; %d sends, %d failed", epErr, len(reqs), failed)
 }
