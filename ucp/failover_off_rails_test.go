@@ -24,7 +24,7 @@ func init() {
 	// anything (bounded: two minutes).
 	childRoles["fooffsink"] = func(nd *node) error {
 		ep := nd.eps[0]
-		mem, err := nd.w.MemMap(make([]byte, foMemSize))
+		mem, err := nd.w.MemMap(make([]byte, foOffMemSize))
 		if err != nil {
 			return err
 		}
@@ -64,6 +64,14 @@ func init() {
 // rails.
 const foOffStripe = 128 << 10
 
+// foOffBase is where the striped puts' regions (four, each written once)
+// and the region the striped gets read start in fooffsink's memory, after
+// the stream's own.
+const (
+	foOffBase    = 2 << 20
+	foOffMemSize = foOffBase + 5*foOffStripe
+)
+
 // foOffTagUnrecv tags messages that fooffsink never receives.
 const foOffTagUnrecv = foTagData + 1
 
@@ -75,7 +83,7 @@ func init() {
 	// anything (bounded: two minutes).
 	childRoles["fooffsink"] = func(nd *node) error {
 		ep := nd.eps[0]
-		mem, err := nd.w.MemMap(make([]byte, foMemSize))
+		mem, err := nd.w.MemMap(make([]byte, foOffMemSize))
 		if err != nil {
 			return err
 		}
@@ -166,7 +174,11 @@ func foOffRailFault(t *testing.T, amRail, down, both, idle bool) {
 		s.reqs = append(s.reqs, start(&Params{UserData: idx, Callback: func(r *Request) { s.done[r.UserData().(int)]++ }}))
 		s.done = append(s.done, 0)
 	}
-	putBuf, getBuf := pattern(foOffStripe, 3), make([]byte, foOffStripe)
+	// each put writes a region of its own and each get reads into a
+	// buffer of its own: the chunks of two transfers to the same bytes
+	// would land from two rails at once
+	putBuf := pattern(foOffStripe, 3)
+	nPut, nGet := 0, 0
 	rail := -1
 	for i, a := range rails.A {
 		if (a.Link() == ep.lanes[ep.amLane].attr.Device) == amRail {
@@ -184,12 +196,15 @@ func foOffRailFault(t *testing.T, amRail, down, both, idle bool) {
 		if failedAt >= 0 && len(s.reqs) >= failedAt+20 {
 			break
 		}
-		switch k % 9 {
-		case 2:
-			off := uint64(k%4) * foOffStripe
+		switch {
+		case k%9 == 2 && nPut < 4:
+			off := uint64(foOffBase + nPut*foOffStripe)
+			nPut++
 			track(func(p *Params) *Request { return ep.Put(putBuf, s.raddr+off, rk, p) })
-		case 6:
-			track(func(p *Params) *Request { return ep.Get(getBuf, s.raddr+4*foOffStripe, rk, p) })
+		case k%9 == 6 && nGet < 8:
+			nGet++
+			getBuf := make([]byte, foOffStripe)
+			track(func(p *Params) *Request { return ep.Get(getBuf, s.raddr+foOffBase+4*foOffStripe, rk, p) })
 		default:
 			s.post(k)
 		}
