@@ -130,7 +130,9 @@
 // Progress; it may close the endpoint). A failed endpoint fails new
 // operations at once with its status; requests queued on it complete with
 // uct.ErrCanceled, requests in flight with the transport's status (for a
-// dead peer an error matching uct.ErrPeerFailed). Peer death comes from
+// dead peer an error matching uct.ErrPeerFailed; for an atomic, which the
+// target may have applied, one that also matches
+// failover.ErrOutcomeUnknown, whatever the failover mode). Peer death comes from
 // the transport (shm: pidfd; rc: the connection manager link ends, or,
 // when the peer is cut off, work requests exceed their retries and fail
 // with uct.ErrEndpointTimeout) or from keepalive: every KeepaliveInterval

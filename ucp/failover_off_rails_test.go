@@ -13,6 +13,7 @@ import (
 
 	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/internal/fault"
+	"github.com/ucgo/ucgo/uct"
 )
 
 // foOffStripe is the size of the striped puts and gets of
@@ -269,6 +270,12 @@ func foOffRailFault(t *testing.T, amRail, down, both, idle bool) {
 		err := r.Err()
 		if err != nil {
 			failed++
+		}
+		if i < failedAt && err != nil && (r.kind == kAtomic || r.kind == kAtomicFetch) &&
+			!errors.Is(err, failover.ErrOutcomeUnknown) && !errors.Is(err, uct.ErrCanceled) {
+			// posted before the failure (else it was still queued and
+			// canceled): the target may have applied it
+			t.Errorf("atomic %d failed with %v, which does not say its outcome is unknown", i, err)
 		}
 		if (i >= failedAt || r.kind == kFlush && err != nil) && !errors.Is(err, epErr) {
 			t.Errorf("request %d (kind %d; the endpoint failed before the %dth) completed with %v, not the endpoint's %v", i, r.kind, failedAt, err, epErr)
