@@ -64,7 +64,8 @@ func init() {
 // peer receives our atomic fetch-adds and applies them, but their
 // answers (and the transport's acknowledgements) never reach us; the
 // lane then fails (its work requests run out of retries, or its probes
-// go unanswered) and the endpoint moves to the other rail. The peer has
+// go unanswered) and the endpoint moves to the other rail (or the peer,
+// whose answers go unacknowledged, moves first and tells us). The peer has
 // applied every atomic once before the move; the answers it replays from
 // its log over the new lane complete each atomic once, without error,
 // with the value the target fetched: distinct values 0..n-1, the word n
@@ -139,9 +140,11 @@ func TestAtomicAnswerReplayed(t *testing.T) {
 			t.Fatal("the peer did not apply the atomics")
 		}
 	}
-	for i, r := range reqs {
-		if r.Done() && len(evs) == 0 {
-			t.Fatalf("atomic %d completed (%v) before any failover, its answer dropped", i, r.Err())
+	if _, rep := count(); rep == 0 {
+		for i, r := range reqs {
+			if r.Done() && len(evs) == 0 {
+				t.Fatalf("atomic %d completed (%v) before any failover, its answer dropped", i, r.Err())
+			}
 		}
 	}
 	nd.progressUntil("the atomics", func() bool {
@@ -176,9 +179,12 @@ func TestAtomicAnswerReplayed(t *testing.T) {
 	if applied != n || replayed == 0 {
 		t.Fatalf("the peer applied %d atomics (want %d) and replayed %d messages (want its answers)", applied, n, replayed)
 	}
-	if len(evs) == 0 || evs[0].Kind != failover.FailedOver || evs[0].From.Device != rails.A[rail].Link() {
+	// the peer, whose answers went unacknowledged, may have moved first
+	// (its replay is what completed the atomics); a move of ours is from
+	// the faulted rail
+	if len(evs) > 0 && (evs[0].Kind != failover.FailedOver || evs[0].From.Device != rails.A[rail].Link()) {
 		t.Fatalf("events %v: want a failover from %s", evs, rails.A[rail].Link())
 	}
 	fmt.Fprintln(child.Stdin, "end")
-	t.Logf("%v; the peer replayed %d messages", evs[0], replayed)
+	t.Logf("events %v; the peer replayed %d messages", evs, replayed)
 }
