@@ -3,8 +3,8 @@
 // faults may fail over and to which lanes, how each lane's health moves
 // (up, suspect, failed, probing), the per-endpoint sequence numbers with
 // their cumulative acknowledgements, the sender's replay log, the
-// receiver's duplicate filter and reorder window, the target's table of
-// recent atomic operations, and the event reported to the user.
+// receiver's duplicate filter and reorder window, and the event reported
+// to the user.
 //
 // Nothing here sends a byte, starts a goroutine or reads a clock: ucp owns
 // the lanes, the wire and the timers, and passes in what it saw (a status,
@@ -21,9 +21,12 @@
 // replays only the rest from the log ([SendLog.Replay]). [MsgLog] is the
 // same log for messages kept as bytes, written once into cells that keep
 // their buffers across acknowledgements: ucp's sequenced channel sends
-// every message from its cell. An atomic is
-// never applied twice: the target remembers the results of recent atomic
-// operations ([AtomicLog]), and one whose outcome nobody remembers
-// completes with [ErrOutcomeUnknown]. A dead peer (uct.ErrPeerFailed) is
-// never failed over.
+// every message from its cell. An atomic is never applied twice and its
+// result is never lost: its request and the target's answer are both
+// sequenced messages, each delivered once and replayed from its sender's
+// log after a failover, so the answer of an atomic the target applied
+// reaches the initiator over the new lane. Only an atomic still
+// unanswered when its endpoint fails (no lane left to ask) completes
+// with [ErrOutcomeUnknown]. A dead peer (uct.ErrPeerFailed) is never
+// failed over.
 package failover

@@ -14,10 +14,13 @@ import (
 // lanes (as rc queue pairs are), driven by a seeded random schedule that
 // sends, delivers, acknowledges, fails the active lane and brings lanes
 // back. A failing lane delivers a prefix of what it carries and loses the
-// rest, or (a flap) holds it and delivers it late beside the replay. Every
-// seed must end with every message delivered once and in order, and every
-// atomic applied at most once, its fetched value known or reported as
-// ErrOutcomeUnknown, never guessed.
+// rest, or (a flap) holds it and delivers it late beside the replay. The
+// receiver answers every atomic it applies with the value it fetched; the
+// answers, like ucp's, are in the receiver's own log until the sender has
+// them, so an answer lost with a failed lane is sent again over the new
+// one. Every seed must end with every message delivered once and in
+// order, and every atomic applied once and answered with the value it
+// fetched.
 
 type mkind uint8
 
@@ -64,26 +67,25 @@ type model struct {
 	total    int
 	waiting  map[uint64]uint64 // atomic seq -> operand, answer not yet seen
 	answered map[uint64]uint64 // atomic seq -> fetched value
-	unknown  map[uint64]bool   // atomics completed with ErrOutcomeUnknown
 
 	// receiver
 	win     *RecvWindow[mmsg]
-	alog    *AtomicLog
 	counter uint64
 	applied map[uint64]uint64 // atomic seq -> value it fetched when applied
 	next    uint64            // next sequence number the receiver must deliver
+	answers []uint64          // atomics delivered, their answers not sent yet
 	late    []packet          // a flapped lane's packets, delivered late
 
 	failovers, replayed int
-	settled             int // lost atomic answers settled as applied
+	answersReplayed     int // atomic answers lost with a lane and sent again
 }
 
-func newModel(t *testing.T, seed uint64, total, atomicLog int) *model {
+func newModel(t *testing.T, seed uint64, total int) *model {
 	m := &model{
 		t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), pol: DefaultPolicy(),
 		now: time.Unix(0, 0), log: NewSendLog[mmsg](32), total: total,
-		waiting: map[uint64]uint64{}, answered: map[uint64]uint64{}, unknown: map[uint64]bool{},
-		win: NewRecvWindow[mmsg](8), alog: NewAtomicLog(atomicLog), applied: map[uint64]uint64{}, next: 1,
+		waiting: map[uint64]uint64{}, answered: map[uint64]uint64{},
+		win: NewRecvWindow[mmsg](8), applied: map[uint64]uint64{}, next: 1,
 	}
 	for i := range m.lanes {
 		m.lanes[i] = &mlane{h: NewHealth(m.pol, m.now), info: Lane{Index: i, Transport: "rc", Device: fmt.Sprintf("veth%d", i)}}
@@ -112,31 +114,29 @@ func (m *model) deliver(seq uint64, msg mmsg) {
 		old := m.counter
 		m.counter += msg.add
 		m.applied[seq] = old
-		if err := m.alog.Record(seq, old); err != nil {
-			m.t.Fatal(err)
-		}
+		m.answers = append(m.answers, seq)
 	}
 }
 
 // receive is the receiver taking one packet from lane l (nil: a late one).
 func (m *model) receive(p packet, l *mlane) {
-	v, err := m.win.Accept(p.seq, p.m, m.deliver)
+	_, err := m.win.Accept(p.seq, p.m, m.deliver)
 	if err != nil && !errors.Is(err, ErrGap) {
 		m.t.Fatal(err)
 	}
 	if l == nil || !l.h.State().Carries() {
-		return
+		// a late packet, or one from a failed lane: answers go on the
+		// lane in use
+		l = m.lanes[m.act]
 	}
-	r := reply{}
-	if p.m.kind == mAtomic && v != Held {
-		if old, ok := m.applied[p.seq]; ok {
-			r.atomic, r.fetched = p.seq, old
-		}
+	cum, ok := m.win.TakeAck()
+	if ok && len(m.answers) == 0 {
+		l.back = append(l.back, reply{ack: cum})
 	}
-	if cum, ok := m.win.TakeAck(); ok || r.atomic != 0 {
-		r.ack = cum
-		l.back = append(l.back, r)
+	for _, seq := range m.answers {
+		l.back = append(l.back, reply{ack: m.win.Delivered(), atomic: seq, fetched: m.applied[seq]})
 	}
+	m.answers = m.answers[:0]
 }
 
 func (m *model) senderGets(r reply) {
@@ -173,8 +173,9 @@ func (m *model) send() {
 }
 
 // fail fails the active lane and fails over: the sender asks the
-// receiver over the new lane what it delivered, settles its unanswered
-// atomics and replays the rest.
+// receiver over the new lane what it delivered and replays the rest; the
+// receiver sends again, over the new lane, the answers the sender has
+// not had (those lost with the failed lane).
 func (m *model) fail() bool {
 	l := m.lanes[m.act]
 	cause := []error{uct.ErrRouteLost, uct.ErrLocalNICFailed, uct.ErrEndpointTimeout, uct.ErrRemoteNICFailed}[m.rng.IntN(4)]
@@ -199,17 +200,10 @@ func (m *model) fail() bool {
 	m.failovers++
 
 	delivered := m.win.Delivered() // the resync answer, over the new lane
-	for seq, add := range m.waiting {
-		switch o, fetched := m.alog.Settle(seq, delivered); o {
-		case Applied:
-			delete(m.waiting, seq)
-			m.answered[seq] = fetched
-			m.settled++
-		case Unknown:
-			delete(m.waiting, seq)
-			m.unknown[seq] = true
-		case NotApplied:
-			_ = add // replayed below
+	for seq := range m.waiting {
+		if old, ok := m.applied[seq]; ok {
+			m.lanes[m.act].back = append(m.lanes[m.act].back, reply{ack: delivered, atomic: seq, fetched: old})
+			m.answersReplayed++
 		}
 	}
 	n, err := m.log.Replay(delivered, nil, func(seq uint64, msg mmsg) {
@@ -290,21 +284,6 @@ func (m *model) drain() {
 			m.receive(m.late[0], nil)
 			m.late = m.late[1:]
 		}
-		// A lost answer: once everything is acknowledged, ask the target.
-		if m.log.Len() == 0 && len(m.waiting) > 0 {
-			for seq := range m.waiting {
-				o, fetched := m.alog.Settle(seq, m.win.Delivered())
-				switch o {
-				case Applied:
-					m.answered[seq] = fetched
-				case Unknown:
-					m.unknown[seq] = true
-				default:
-					m.t.Fatalf("atomic %d acknowledged but not applied", seq)
-				}
-				delete(m.waiting, seq)
-			}
-		}
 	}
 }
 
@@ -320,43 +299,18 @@ func (m *model) check() {
 			m.t.Fatalf("atomic %d: answered %d, applied %v %d", seq, fetched, ok, old)
 		}
 	}
-	for seq := range m.unknown {
-		if _, ok := m.applied[seq]; !ok {
-			m.t.Fatalf("atomic %d reported unknown but never applied", seq)
-		}
-		if _, ok := m.answered[seq]; ok {
-			m.t.Fatalf("atomic %d both answered and unknown", seq)
-		}
-	}
-	if len(m.answered)+len(m.unknown) != len(m.applied) {
-		m.t.Fatalf("%d atomics applied, %d answered, %d unknown", len(m.applied), len(m.answered), len(m.unknown))
+	if len(m.answered) != len(m.applied) {
+		m.t.Fatalf("%d atomics applied, %d answered", len(m.applied), len(m.answered))
 	}
 }
 
-// TestModelFailover runs the model with a target that remembers only 4
-// atomics, so that some lost answers can no longer be settled.
+// TestModelFailover runs the model over 300 seeds: failovers, replays,
+// duplicates and answers lost with a lane and sent again all happen, and
+// every atomic is answered with the value it fetched.
 func TestModelFailover(t *testing.T) {
-	st := runModel(t, 4)
-	if st.failovers == 0 || st.replayed == 0 || st.dups == 0 || st.unknown == 0 || st.settled == 0 {
-		t.Fatalf("the schedule never exercised failover, replay, duplicates, a settled or an unknown atomic: %+v", st)
-	}
-}
-
-// TestModelAtomicsSettled: a target that remembers as many atomics as the
-// sender may have unacknowledged messages settles every lost answer.
-func TestModelAtomicsSettled(t *testing.T) {
-	st := runModel(t, 32)
-	if st.unknown != 0 || st.settled == 0 {
-		t.Fatalf("%d atomics unknown, %d settled, with a log as long as the send window", st.unknown, st.settled)
-	}
-}
-
-type modelStats struct{ failovers, replayed, dups, unknown, settled int }
-
-func runModel(t *testing.T, atomicLog int) modelStats {
 	var st modelStats
 	for seed := uint64(1); seed <= 300; seed++ {
-		m := newModel(t, seed, 400, atomicLog)
+		m := newModel(t, seed, 400)
 		for i := 0; i < 4000 && m.sent < m.total; i++ {
 			m.step()
 		}
@@ -365,9 +319,12 @@ func runModel(t *testing.T, atomicLog int) modelStats {
 		st.failovers += m.failovers
 		st.replayed += m.replayed
 		st.dups += int(m.win.Duplicates())
-		st.unknown += len(m.unknown)
-		st.settled += m.settled
+		st.answersReplayed += m.answersReplayed
 	}
 	t.Logf("300 seeds of 400 messages: %+v", st)
-	return st
+	if st.failovers == 0 || st.replayed == 0 || st.dups == 0 || st.answersReplayed == 0 {
+		t.Fatalf("the schedule never exercised failover, replay, duplicates or a replayed atomic answer: %+v", st)
+	}
 }
+
+type modelStats struct{ failovers, replayed, dups, answersReplayed int }

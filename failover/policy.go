@@ -16,7 +16,8 @@ const (
 	// Off: a lane failure fails the endpoint, as without this package.
 	Off Mode = iota
 	// SameTransport: to another lane of the failed lane's transport (a
-	// second rail).
+	// second rail); traffic never changes transport, so with no such
+	// lane left the endpoint fails.
 	SameTransport
 	// AnyTransport: to any lane that reaches the peer (shm to rc).
 	AnyTransport

@@ -128,35 +128,6 @@ func TestRecvWindow(t *testing.T) {
 	}
 }
 
-func TestAtomicLog(t *testing.T) {
-	a := NewAtomicLog(3)
-	for _, id := range []uint64{2, 5, 9, 12} {
-		if err := a.Record(id, id*100); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := a.Record(12, 0); !errors.Is(err, ErrStaleOp) {
-		t.Errorf("recording 12 twice: %v", err)
-	}
-	// Remembered: 5, 9, 12. Delivered up to 14.
-	cases := []struct {
-		id     uint64
-		want   Outcome
-		result uint64
-	}{
-		{5, Applied, 500}, {9, Applied, 900}, {12, Applied, 1200},
-		{2, Unknown, 0},  // applied, forgotten
-		{13, Unknown, 0}, // delivered, not an atomic the log saw: never guess
-		{15, NotApplied, 0},
-	}
-	for _, c := range cases {
-		o, r := a.Settle(c.id, 14)
-		if o != c.want || r != c.result {
-			t.Errorf("Settle(%d) = %v, %d; want %v, %d", c.id, o, r, c.want, c.result)
-		}
-	}
-}
-
 func TestUnwrap32(t *testing.T) {
 	cases := []struct {
 		ref  uint64

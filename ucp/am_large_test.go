@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -77,16 +78,29 @@ func init() {
 // TestAMLarge sends active messages of every protocol both ways: one
 // fragment, eager fragments (rendezvous threshold infinite) and
 // rendezvous, the receiving handler keeping eager data or receiving it
-// with RecvData.
+// with RecvData. Both sides run one failover mode, set here (off, and
+// any: sequenced, with the limits of the smallest fragment among the
+// lanes), so that the reply, sent by the child with its own endpoint's
+// limits, takes the protocol our endpoint's limits predict.
 func TestAMLarge(t *testing.T) {
+	for _, mode := range []failover.Mode{failover.Off, failover.AnyTransport} {
+		t.Run(mode.String(), func(t *testing.T) { testAMLarge(t, mode) })
+	}
+}
+
+func testAMLarge(t *testing.T, mode failover.Mode) {
 	for _, c := range []struct {
 		name  string
 		thres string
 		keep  bool
 	}{{"rndv", "", false}, {"eager-recvdata", "inf", false}, {"eager-keep", "inf", true}} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := Config{}
-			var env []string
+			cfg := Config{Failover: failover.Policy{Mode: mode}}
+			if mode != failover.Off {
+				cfg.Failover = failover.DefaultPolicy()
+				cfg.Failover.Mode = mode
+			}
+			env := []string{EnvFailover + "=" + mode.String()}
 			if c.thres != "" {
 				cfg.RndvThresh = 1<<62 - 1
 				env = append(env, EnvRndvThresh+"="+c.thres)

@@ -10,34 +10,30 @@ import (
 
 // Atomics on a sequenced endpoint travel as active messages instead of
 // the transport's atomics: the request (amAtomicReq) carries an op id,
-// the sequence number of the message that carries it, and the target's
-// worker applies it to its own registered memory with sync/atomic and
-// answers (amAtomicRep, sequenced too). The request and the answer are
-// replayed like any sequenced message after a failover and the
-// receiver's window delivers each once, so an atomic is never applied
-// twice. The target also remembers the results of the last
-// atomicLogSize ops per endpoint (failover.AtomicLog) and answers an op
-// id it has seen from there instead of applying it again. An atomic
-// whose answer never came when its endpoint fails completes with an
-// error matching failover.ErrOutcomeUnknown: it may or may not have been
-// applied, and it is not retried.
-
-const atomicLogSize = 256
-
-// atomicUnknown is the status byte of an answer whose op the target no
-// longer remembers.
-const atomicUnknown = 0xff
+// and the target's worker applies it to its own registered memory with
+// sync/atomic and answers (amAtomicRep) with the fetched value. Both the
+// request and the answer are sequenced messages, so each is delivered
+// once and in order whatever lane carries it: the target applies an
+// atomic when its window delivers the request, which it does once, and
+// logs the answer in its own replay log before it leaves. When a lane
+// fails, each side's sync tells the other what it delivered and the other
+// replays the rest of its log, the answers included: an atomic applied on
+// the target whose answer was lost with the failed lane completes with
+// the answer replayed on the new lane, the fetched value the target
+// computed, once. The initiator never has to ask what became of an
+// atomic while its endpoint lives. Only when the endpoint fails (no lane
+// left, a dead peer, or the peer's endpoint replaced by a new one) does
+// an atomic still waiting for its answer complete with an error matching
+// failover.ErrOutcomeUnknown: it may or may not have been applied, no
+// lane is left to ask, and it is not retried.
 
 // atomics is one endpoint's atomic ops as active messages.
 type atomics struct {
 	pending map[uint64]*Request // ours, waiting for their answer, by op id
-	log     *failover.AtomicLog // the peer's, applied here
-	last    uint64              // the peer's highest op id applied here
 }
 
 func (a *atomics) init() {
 	a.pending = map[uint64]*Request{}
-	a.log = failover.NewAtomicLog(atomicLogSize)
 }
 
 // memTable is the worker's registered and allocated memory, which
@@ -97,22 +93,11 @@ func (w *Worker) onAtomicReq(_ any, data []byte, _ uct.AMFlags) {
 	if ep == nil || ep.err != nil || ep.fo == nil {
 		return
 	}
-	a := &ep.fo.atm
 	rep := atomicRep{dst: ep.rid, opid: m.opid}
-	if m.opid <= a.last {
-		switch o, res := a.log.Settle(m.opid, a.last); o {
-		case failover.Applied:
-			rep.result = res
-		default:
-			rep.status = atomicUnknown
-		}
-	} else {
-		res, st := w.applyAtomic(&m)
-		rep.result, rep.status = res, uint8(st)
-		if st == uct.OK {
-			a.log.Record(m.opid, res)
-			a.last = m.opid
-		}
+	res, st := w.applyAtomic(&m)
+	rep.result, rep.status = res, uint8(st)
+	if st == uct.OK {
+		w.stats.AtomicsApplied++
 	}
 	ep.ctl(amAtomicRep, rep.encode)
 }
@@ -165,8 +150,6 @@ func (w *Worker) onAtomicRep(_ any, data []byte, _ uct.AMFlags) {
 			*r.result = m.result
 		}
 		w.complete(r, nil)
-	case m.status == atomicUnknown:
-		w.complete(r, opErr(kindOp[r.kind], ep.name, failover.ErrOutcomeUnknown))
 	default:
 		w.complete(r, opErr(kindOp[r.kind], ep.name, fmt.Errorf("target: %w", uct.Status(m.status))))
 	}

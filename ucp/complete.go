@@ -26,7 +26,7 @@ func (w *Worker) completeEP(ep *Endpoint, queued, inflight error) {
 	for _, l := range []*reqList{&ep.stalled, &ep.inflight} {
 		for _, r := range l.take() {
 			r.zombie = true
-			w.complete(r, opErr(kindOp[r.kind], ep.name, inflight))
+			w.complete(r, opErr(kindOp[r.kind], ep.name, atomicOutcome(r, inflight)))
 		}
 	}
 }

@@ -140,12 +140,19 @@
 // Progress; it may close the endpoint). A failed endpoint fails new
 // operations at once with its status; requests queued on it complete with
 // uct.ErrCanceled, requests in flight with the transport's status (for a
-// dead peer an error matching uct.ErrPeerFailed). Peer death comes from
+// dead peer an error matching uct.ErrPeerFailed; for an atomic, which the
+// target may have applied, one that also matches
+// failover.ErrOutcomeUnknown, whatever the failover mode). Peer death comes from
 // the transport (shm: pidfd; rc: the connection manager link ends, or,
 // when the peer is cut off, work requests exceed their retries and fail
 // with uct.ErrEndpointTimeout) or from keepalive: every KeepaliveInterval
 // the worker checks the liveness of every lane (uct CheckLiveness) and
-// sends each peer a heartbeat. With Config.DetectSilentPeers a peer none
+// sends each peer a heartbeat. A lane whose link is down refuses posts
+// with uct.ErrRouteLost, a transient status: its requests wait queued
+// for the link to come back, but a lane whose liveness checks are
+// refused so for longer than the endpoint's timeout (EPParams.Timeout,
+// 3 s when unset) has failed with uct.ErrRouteLost, so an endpoint whose
+// requests all wait for answers that cannot come still fails. With Config.DetectSilentPeers a peer none
 // of whose heartbeats arrived for three intervals (its own, if longer) is
 // silent: stopped, hung, cut off, or not calling Progress for that long;
 // its endpoint fails with an error matching uct.ErrEndpointTimeout. It is
@@ -197,7 +204,10 @@
 //
 // With Config.Failover's Mode off (the default; UCGO_FAILOVER=off) a lane
 // error fails its endpoint as described under Errors. With it on (same:
-// to another lane of the failed lane's transport; any: to any lane), or
+// to another lane of the failed lane's transport, and lane choice never
+// leaves the transport of the endpoint's first lane, so a failed shm
+// lane with only rc left fails the endpoint, also when the peer moved to
+// rc; any: to any lane), or
 // when the peer has it on, every ucp message of an endpoint but wireup,
 // lane-bind and keepalive travels in a sequenced channel: numbered per
 // endpoint whatever lane carries it, kept in the sender's replay log
@@ -217,10 +227,14 @@
 // Atomics travel as active messages that the target's worker applies to
 // its own memory (MemMap, MemAlloc; a key or range outside it fails with
 // uct.ErrRemoteProtection), once: the channel never delivers a request
-// twice, and the target remembers recent op ids with their results
-// (failover.AtomicLog). An atomic unanswered when its endpoint fails
-// completes with an error matching failover.ErrOutcomeUnknown; it is not
-// retried.
+// twice. The target's answer (the fetched value) is a sequenced message
+// too, kept in the target's log until acknowledged, so an atomic applied
+// on the target whose answer was lost with a failed lane completes with
+// the answer replayed over the new lane, once, with the value the target
+// fetched; the initiator never has to ask the target what became of it.
+// An atomic unanswered when its endpoint fails completes with an error
+// matching failover.ErrOutcomeUnknown (it may have been applied; no lane
+// is left to ask); it is not retried.
 //
 // Every place that learns that one lane broke (a failed post or wireup, a
 // completion with an error, a liveness check, an iface error naming the

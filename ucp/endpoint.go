@@ -52,6 +52,8 @@ type lane struct {
 	laneInfo // the lane set's (laneset.go)
 
 	prb laneProbe // per-lane probes (probe.go)
+
+	laneRoute // how long its route has been lost (routewait.go)
 }
 
 // Endpoint is a connection to one peer worker over a set of lanes. Its
@@ -114,14 +116,15 @@ func (ep *Endpoint) Worker() *Worker { return ep.w }
 
 // pickLanes selects the AM lane (lowest latency) and the RMA lane
 // (highest bandwidth with get/put zcopy) among healthy lanes, and derives
-// the protocol thresholds. Queued work is not bound to a lane, so moving
+// the protocol thresholds, among the lanes the failover policy lets the
+// endpoint use (policyAllows). Queued work is not bound to a lane, so moving
 // it to other lanes needs nothing more; failover (failover/) calls this
 // after marking a lane failed.
 func (ep *Endpoint) pickLanes() bool {
 	ep.amLane, ep.rmaLane = -1, -1
 	for i := range ep.lanes {
 		ln := &ep.lanes[i]
-		if ln.failed != nil {
+		if ln.failed != nil || !ep.policyAllows(i) {
 			continue
 		}
 		if isAMLane(ln) && ep.pickStandby(i, isAMLane) && (ep.amLane < 0 || ln.attr.Latency < ep.lanes[ep.amLane].attr.Latency) {

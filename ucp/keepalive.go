@@ -120,6 +120,7 @@ func (w *Worker) keepalive() {
 		if ep.fo != nil && ep.fo.win.Owed() > 0 {
 			w.seqAck(ep, false)
 		}
+		now := time.Now()
 		for i := range ep.lanes {
 			ln := &ep.lanes[i]
 			if ln.kaBusy || ln.ep == nil {
@@ -129,9 +130,16 @@ func (w *Worker) keepalive() {
 			ln.kaBusy = true
 			err := ln.ep.CheckLiveness(&ln.kaComp)
 			if err == uct.ErrInProgress {
+				w.routeCheck(ep, i, nil, now)
 				continue
 			}
 			ln.kaBusy = false
+			if w.routeCheck(ep, i, err, now) {
+				if ep.err != nil {
+					break
+				}
+				continue
+			}
 			if err != nil && uct.StatusOf(err).IsEndpointFatal() {
 				w.laneFault(ep, i, err)
 				if ep.err != nil {

@@ -55,6 +55,13 @@ func (w *Worker) dispatch(r *Request) error {
 			w.complete(r, nil)
 		}
 	}
+	if retryLater(err) && ep.err != nil {
+		// the refusal was a lane fault that failed the endpoint
+		// (laneFault): r completes with its error instead of waiting on
+		// the failed endpoint's queue, which nothing sends or completes
+		w.complete(r, opErr(kindOp[r.kind], ep.name, ep.err))
+		return nil
+	}
 	if retryLater(err) {
 		// queued or not, r waits at the head of the queue (post queues a
 		// new request that met uct.ErrNoResource)

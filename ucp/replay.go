@@ -452,17 +452,25 @@ func (w *Worker) peerLeftLane(ep *Endpoint, m *syncMsg, arrival int) {
 			// when the peer reports its NIC up again (linkwatch.go)
 			ln.rnicDown = true
 		}
-		w.stats.FailedOver++
-		w.foEventT(failover.Event{Kind: failover.FailedOver, Endpoint: ep.name, From: ep.foLane(j), To: ep.foLane(arrival),
-			Cause: err, At: now}, w.foDetect(ep, j))
 		if ln.ep != nil {
 			w.laneClose = append(w.laneClose, ln.ep)
 			ln.ep = nil
 		}
-		ep.pickLanes()
-		if arrival >= 0 && ep.lanes[arrival].failed == nil && ep.lanes[arrival].ep != nil {
+		if !ep.pickLanes() {
+			// no lane our policy lets us use is left (under
+			// SameTransport the peer may have moved to another
+			// transport): the endpoint fails, as after our own fault
+			w.foEventT(failover.Event{Kind: failover.Exhausted, Endpoint: ep.name, From: ep.foLane(j), Cause: err,
+				At: now}, w.foDetect(ep, j))
+			w.failEP(ep, err)
+			return
+		}
+		if arrival >= 0 && ep.lanes[arrival].failed == nil && ep.lanes[arrival].ep != nil && ep.policyAllows(arrival) {
 			ep.amLane = arrival
 		}
+		w.stats.FailedOver++
+		w.foEventT(failover.Event{Kind: failover.FailedOver, Endpoint: ep.name, From: ep.foLane(j), To: ep.foLane(ep.amLane),
+			Cause: err, At: now}, w.foDetect(ep, j))
 		w.redoChunks(ep, j)
 		return
 	}

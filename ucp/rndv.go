@@ -282,7 +282,7 @@ func (w *Worker) completeRecvLen(r *Request) {
 // fails the endpoint if err is fatal to it (lock held).
 func (w *Worker) failRndv(r *Request, err error) {
 	w.nackRndv(r, err)
-	w.complete(r, opErr(kindOp[r.kind], r.peerName(), err))
+	w.complete(r, opErr(kindOp[r.kind], r.peerName(), atomicOutcome(r, err)))
 	if r.ep != nil && uct.StatusOf(err).IsEndpointFatal() {
 		w.laneFault(r.ep, r.xlane, err)
 	}

@@ -206,7 +206,7 @@ func TestSeqChannelOneLane(t *testing.T) {
 			if v := binary.LittleEndian.Uint64(mem.Bytes()[64:]); v != 200 {
 				t.Fatalf("the word is %d after 200 adds", v)
 			}
-			if back := ws[1].byUUID[ws[0].uuid]; back == nil || back.fo == nil || back.fo.atm.last == 0 {
+			if back := ws[1].byUUID[ws[0].uuid]; back == nil || back.fo == nil || ws[1].stats.AtomicsApplied != 200 {
 				t.Fatal("the atomics did not travel as active messages")
 			}
 			fl := ep.Flush(nil)

@@ -26,6 +26,9 @@ type WorkerStats struct {
 	// delivered.
 	FailedOver, FailedBack uint64
 	Replayed, Duplicates   uint64
+	// AtomicsApplied counts the peers' atomics this worker applied to
+	// its memory as active messages (sequenced endpoints).
+	AtomicsApplied uint64
 
 	// Probes counts the per-lane probes of failover (probe.go).
 	Probes ProbeStats
