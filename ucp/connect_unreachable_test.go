@@ -19,7 +19,9 @@ func TestConnectUnreachable(t *testing.T) {
 		name string
 		mk   func() uct.Component
 	}{
-		{"rc", func() uct.Component { return rc.New(rc.Config{Device: "lo", Addr: netip.MustParseAddr("127.0.0.1"), Port: -1}) }},
+		{"rc", func() uct.Component {
+			return rc.New(rc.Config{Device: "lo", Addr: netip.MustParseAddr("127.0.0.1"), Port: -1})
+		}},
 		{"shm", func() uct.Component { return shm.New() }},
 	} {
 		t.Run(tr.name, func(t *testing.T) {

@@ -10,14 +10,15 @@ import (
 )
 
 // finishWithin progresses p's iface and calls c.Finish until it returns
-// something other than ErrInProgress, or d passes (then ErrInProgress).
-func finishWithin(p *peer, c uct.Connecting, d time.Duration) (uct.Endpoint, error, int) {
+// something other than ErrInProgress, or d passes (then ErrInProgress);
+// it also returns how many times it called Finish.
+func finishWithin(p *peer, c uct.Connecting, d time.Duration) (uct.Endpoint, int, error) {
 	calls := 0
 	for stop := time.Now().Add(d); ; {
 		ep, err := c.Finish()
 		calls++
 		if err != uct.ErrInProgress || time.Now().After(stop) {
-			return ep, err, calls
+			return ep, calls, err
 		}
 		p.it.Progress()
 		time.Sleep(time.Millisecond)
@@ -45,7 +46,7 @@ func TestStartConnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err, _ := finishWithin(p, c, 30*time.Second)
+	ep, _, err := finishWithin(p, c, 30*time.Second)
 	if err != nil {
 		t.Fatalf("Finish: %v", err)
 	}
@@ -72,7 +73,7 @@ func TestStartConnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err, calls := finishWithin(p, c, time.Second); err != uct.ErrInProgress {
+	if _, calls, err := finishWithin(p, c, time.Second); err != uct.ErrInProgress {
 		t.Fatalf("Finish towards a black hole: %v after %d calls, want ErrInProgress", err, calls)
 	}
 	if el := time.Since(start); el > 10*time.Second {
