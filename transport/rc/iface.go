@@ -312,7 +312,7 @@ func (it *Iface) acceptCM(req cmMsg) (cmMsg, func(), error) {
 	}
 	mtu := it.pathMTU(req.MTU)
 	psn := uint32(randU64() & 0xffffff)
-	if err := connectQP(qp, req.GID, req.UDPPort, req.QPN, req.PSN, psn, mtu, defaultTimeout); err != nil {
+	if err := connectQP(qp, req.GID, req.UDPPort, req.QPN, req.PSN, psn, mtu, req.AckTimeout); err != nil {
 		qp.Close()
 		return cmMsg{}, nil, err
 	}
@@ -372,8 +372,9 @@ func ackTimeout(timeout time.Duration) uint8 {
 	return uint8(min(max(t, 12), 20))
 }
 
-// connectQP brings qp from INIT to RTS towards the remote QP.
-func connectQP(qp *verbs.QP, gid netip.Addr, udpPort uint16, dqpn, rqpsn, sqpsn uint32, mtu verbs.MTU, timeout time.Duration) error {
+// connectQP brings qp from INIT to RTS towards the remote QP, with the
+// local ACK timeout exponent ackTO.
+func connectQP(qp *verbs.QP, gid netip.Addr, udpPort uint16, dqpn, rqpsn, sqpsn uint32, mtu verbs.MTU, ackTO uint8) error {
 	err := qp.Modify(&verbs.QPAttr{State: verbs.QPSRTR, AH: verbs.AHAttr{DGID: gid, DPort: udpPort, HopLimit: 64},
 		PathMTU: mtu, DestQPN: dqpn, RQPSN: rqpsn, MaxDestRdAtomic: maxRdAtomic, MinRNRTimer: minRNRTimer},
 		verbs.QPAttrState|verbs.QPAttrAV|verbs.QPAttrPathMTU|verbs.QPAttrDestQPN|verbs.QPAttrRQPSN|
@@ -381,7 +382,7 @@ func connectQP(qp *verbs.QP, gid netip.Addr, udpPort uint16, dqpn, rqpsn, sqpsn 
 	if err != nil {
 		return fmt.Errorf("rc: qp to RTR: %w", err)
 	}
-	err = qp.Modify(&verbs.QPAttr{State: verbs.QPSRTS, SQPSN: sqpsn, Timeout: ackTimeout(timeout),
+	err = qp.Modify(&verbs.QPAttr{State: verbs.QPSRTS, SQPSN: sqpsn, Timeout: ackTO,
 		RetryCnt: retryCnt, RNRRetry: rnrRetry, MaxRdAtomic: maxRdAtomic},
 		verbs.QPAttrState|verbs.QPAttrSQPSN|verbs.QPAttrTimeout|verbs.QPAttrRetryCnt|verbs.QPAttrRNRRetry|verbs.QPAttrMaxQPRdAtomic)
 	if err != nil {
@@ -418,13 +419,13 @@ func (it *Iface) Connect(addr []byte, params uct.EPParams) (uct.Endpoint, error)
 	psn := uint32(randU64() & 0xffffff)
 	local := it.dev.LocalAddr()
 	req := cmMsg{Type: cmREQ, GID: local.Addr(), UDPPort: local.Port(), QPN: qp.QPNum(), PSN: psn,
-		MTU: uint16(it.mtu.Bytes()), Nonce: it.nonce, DstNonce: a.Nonce, Window: amWindow}
+		MTU: uint16(it.mtu.Bytes()), Nonce: it.nonce, DstNonce: a.Nonce, Window: amWindow, AckTimeout: ackTimeout(timeout)}
 	conn, rep, err := cmDial(context.Background(), netip.AddrPortFrom(a.IP, a.CMPort), req, timeout)
 	if err != nil {
 		qp.Close()
 		return nil, uct.NewOpError(transportName, "connect", peer, uct.OK, err)
 	}
-	if err := connectQP(qp, a.IP, a.UDPPort, rep.QPN, rep.PSN, psn, it.pathMTU(rep.MTU), timeout); err != nil {
+	if err := connectQP(qp, a.IP, a.UDPPort, rep.QPN, rep.PSN, psn, it.pathMTU(rep.MTU), req.AckTimeout); err != nil {
 		conn.Close()
 		qp.Close()
 		return nil, uct.NewOpError(transportName, "connect", peer, uct.ErrUnreachable, err)
