@@ -122,6 +122,7 @@ type PortAttr struct {
 type Counters struct {
 	RxPackets      uint64
 	TxPackets      uint64
+	TxCalls        uint64 // sendmmsg calls
 	RxICRCErrors   uint64 // dropped: bad ICRC
 	RxMalformed    uint64 // dropped: could not decode
 	RxDropped      uint64 // dropped: unknown QP, wrong source, QP state

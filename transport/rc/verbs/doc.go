@@ -57,8 +57,20 @@
 // registered memory (or a WR's inline copy) is not copied: the message's
 // iovecs alternate headers and trailers in the batch with payloads where
 // they lie. A long transfer leaves in pieces of 128 KiB, so that the peer
-// receives the first while the rest is built. PostSend builds and sends
-// the new packets before it returns.
+// receives the first while the rest is built.
+//
+// PostSend builds the new packets into the transmit batch and returns;
+// the batch goes out (the doorbell rings) at the start of the next
+// engine pass (Progress, CQ.Poll, GetCQEvent), when it fills, when an
+// owner arms a CQ (ReqNotify) or says it sleeps (Sleep), before a QP
+// changes state or is destroyed, and at the latest when the background
+// goroutine runs the engine an interval later; NextTimeout is zero while
+// posts wait, so an event loop runs the engine at once. A burst of posts
+// made between two engine passes thus leaves in one sendmmsg, with
+// equal-size packets to one QP merged by GSO, as a NIC reads the WQEs of
+// many posts after one doorbell. A device without the background
+// goroutine (Config.ProgressInterval < 0) sends nothing until its owner
+// runs the engine or waits on it.
 //
 // A local ACK timeout counts against retry_cnt as in IBTA, but its first
 // retransmission is a probe: only the newest packet sent goes out again,

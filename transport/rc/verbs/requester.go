@@ -130,8 +130,10 @@ func (r *requester) flush(qp *QP) {
 // were posted and, if not all, why the next one was refused: a bad
 // request (uct.ErrInvalidParam), a full send queue (uct.ErrNoResource),
 // a QP not in RTS/SQD/ERR, or a port that is down (uct.ErrRouteLost). In
-// ERR, requests complete at once with WRFlushErr. Packets for the new
-// work are sent before PostSend returns.
+// ERR, requests complete at once with WRFlushErr. The packets of the new
+// work are built into the device's transmit batch, which goes out with
+// the next engine pass or wait (see the package documentation), so that
+// a burst of posts leaves in one sendmmsg.
 func (qp *QP) PostSend(wrs ...SendWR) (int, error) {
 	racePosted()
 	d := qp.d
@@ -140,7 +142,6 @@ func (qp *QP) PostSend(wrs ...SendWR) (int, error) {
 	n, err := qp.postSendLocked(wrs)
 	if n > 0 && qp.state == QPSRTS {
 		qp.sendLocked()
-		d.flushTx()
 	}
 	return n, err
 }
