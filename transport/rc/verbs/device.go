@@ -178,6 +178,9 @@ type Device struct {
 	ctr       Counters
 	pkt       roce.Packet
 	scratch   []byte
+	// posting is set while PostSend builds packets: small messages are
+	// copied into the batch then (see PostSend).
+	posting bool
 
 	// The watchdog (see background): its timer, interval and the time
 	// Progress last pushed the timer back (ns since epoch); wd is nil

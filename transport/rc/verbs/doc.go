@@ -64,8 +64,10 @@
 // the window waiting in its socket buffer (8 MiB by default) instead of
 // having stalled the sender a quarter of the way.
 //
-// PostSend builds the new packets into the transmit batch and returns;
-// the batch goes out (the doorbell rings) at the start of the next
+// PostSend copies the packets of messages up to 8 KiB into the transmit
+// batch and returns (a larger message leaves from where it lies before
+// PostSend returns, so the caller may reuse its memory at once either
+// way); the batch goes out (the doorbell rings) at the start of the next
 // engine pass (Progress, CQ.Poll, GetCQEvent), when it fills, when an
 // owner arms a CQ (ReqNotify) or says it sleeps (Sleep), before a QP
 // changes state or is destroyed, and at the latest when the background

@@ -2,6 +2,7 @@ package verbs
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -132,5 +133,26 @@ func TestPostThenWaitSends(t *testing.T) {
 	}
 	if a.d.Counters().TxPackets == sent {
 		t.Fatal("a move to ERR dropped a post unsent")
+	}
+}
+
+// TestPostedMemoryReusable: the memory a posted SEND or WRITE names may be
+// changed as soon as PostSend has returned, although its packets leave
+// later: a small message is copied into the batch, a large one leaves
+// before PostSend returns. A ping-pong that stamps a sequence number into
+// its source buffer before every post relies on it.
+func TestPostedMemoryReusable(t *testing.T) {
+	a, b := pair(t, rigOpts{noWatchdog: true, mtu: MTU4096})
+	for i, size := range []int{4096, postCopyMax, postCopyMax + 1, 64 << 10} {
+		want := make([]byte, size)
+		fill(a.buf[:size], uint64(10+i))
+		copy(want, a.buf[:size])
+		if _, err := a.qp.PostSend(SendWR{ID: uint64(i), Opcode: WRRDMAWrite, Flags: SendSignaled,
+			RemoteAddr: b.mr.Addr(), RKey: b.mr.RKey(), SG: []SGE{a.mr.SGE(0, size)}}); err != nil {
+			t.Fatal(err)
+		}
+		fill(a.buf[:size], uint64(100+i)) // the next message, before any engine pass
+		checkWC(t, poll(t, a.cq, 1, a.d, b.d)[0], uint64(i), WCSuccess, WCRDMAWrite)
+		sameBytes(t, fmt.Sprintf("%d bytes written", size), b.buf[:size], want)
 	}
 }

@@ -131,10 +131,13 @@ func (r *requester) flush(qp *QP) {
 // were posted and, if not all, why the next one was refused: a bad
 // request (uct.ErrInvalidParam), a full send queue (uct.ErrNoResource),
 // a QP not in RTS/SQD/ERR, or a port that is down (uct.ErrRouteLost). In
-// ERR, requests complete at once with WRFlushErr. The packets of the new
-// work are built into the device's transmit batch, which goes out with
-// the next engine pass or wait (see the package documentation), so that
-// a burst of posts leaves in one sendmmsg.
+// ERR, requests complete at once with WRFlushErr. The packets of new
+// messages of up to postCopyMax bytes are copied into the device's
+// transmit batch, which goes out with the next engine pass or wait (see
+// the package documentation), so that a burst of posts leaves in one
+// sendmmsg; larger ones are sent from where they lie before PostSend
+// returns. Either way the caller may reuse the memory once PostSend has
+// returned, as before the doorbell was deferred.
 func (qp *QP) PostSend(wrs ...SendWR) (int, error) {
 	racePosted()
 	d := qp.d
@@ -142,10 +145,20 @@ func (qp *QP) PostSend(wrs ...SendWR) (int, error) {
 	defer d.mu.Unlock()
 	n, err := qp.postSendLocked(wrs)
 	if n > 0 && qp.state == QPSRTS {
+		refs := len(d.tx.refs)
+		d.posting = true
 		qp.sendLocked()
+		d.posting = false
+		if len(d.tx.refs) != refs {
+			d.flushTx()
+		}
 	}
 	return n, err
 }
+
+// postCopyMax is the largest message whose packets PostSend copies into
+// the transmit batch (see PostSend).
+const postCopyMax = 8 << 10
 
 func (qp *QP) postSendLocked(wrs []SendWR) (int, error) {
 	r := &qp.req
@@ -389,6 +402,9 @@ func (qp *QP) emitRequest(w *sendWQE, budget int) int {
 		i := r.sent
 		last := i == w.npkts-1
 		stable := qp.dataPacket(w, i, p)
+		if d.posting && w.length <= postCopyMax {
+			stable = false
+		}
 		p.BTH.PSN = r.psn
 		r.sinceAck++
 		if last || r.sinceAck >= ackEvery || roce.PSNDiff(r.psn, r.comp) == maxInflight-1 {
