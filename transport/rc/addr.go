@@ -13,7 +13,7 @@ import (
 const (
 	addrVersion = 1
 	rkeyVersion = 1
-	cmVersion   = 1
+	cmVersion   = 2
 )
 
 // addrLen is the packed size of an iface address:

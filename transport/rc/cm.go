@@ -15,8 +15,10 @@ import (
 //	magic "RCCM"(4) version(1) type(1) body length(2) body
 //
 // with every integer big-endian. REQ asks for a QP and carries the
-// requester's side of the path; REP answers with the new QP; REJ refuses;
-// DREQ from the requester tells the passive side that the endpoint was
+// requester's side of the path and its local ACK timeout, which the
+// passive QP takes too, so that both directions of the connection
+// tolerate the same silence of the peer before they fail; REP answers
+// with the new QP; REJ refuses; DREQ from the requester tells the passive side that the endpoint was
 // closed, so it destroys its QP; DREQ from the passive side tells the
 // requester that the peer iface closed (a connection that ends without it
 // means the peer process died).
@@ -30,8 +32,8 @@ const (
 	cmDREQ = 4
 	cmDOWN = 5 // DREQ because the sender's device was disabled
 
-	cmREQLen  = 16 + 2 + 4 + 4 + 2 + 8 + 8 + 2 // gid udp qpn psn mtu nonce dstnonce window
-	cmREPLen  = 4 + 4 + 2 + 8 + 2              // qpn psn mtu nonce window
+	cmREQLen  = 16 + 2 + 4 + 4 + 2 + 8 + 8 + 2 + 1 // gid udp qpn psn mtu nonce dstnonce window acktimeout
+	cmREPLen  = 4 + 4 + 2 + 8 + 2                  // qpn psn mtu nonce window
 	cmREJLen  = 1
 	cmDREQLen = 4
 	cmDOWNLen = 4
@@ -57,7 +59,10 @@ type cmMsg struct {
 	Nonce    uint64     // REQ, REP: sender iface's nonce
 	DstNonce uint64     // REQ: nonce of the address the requester dialled
 	Window   uint16     // REQ, REP: AM credits the sender grants its peer
-	Reason   uint8      // REJ
+	// AckTimeout is the requester's local ACK timeout exponent (REQ):
+	// 4.096 µs · 2^AckTimeout, 1..31.
+	AckTimeout uint8
+	Reason     uint8 // REJ
 }
 
 func validMTU(m uint16) bool {
@@ -83,6 +88,7 @@ func (m *cmMsg) encode() []byte {
 		binary.BigEndian.PutUint64(body[28:], m.Nonce)
 		binary.BigEndian.PutUint64(body[36:], m.DstNonce)
 		binary.BigEndian.PutUint16(body[44:], m.Window)
+		body[46] = m.AckTimeout
 	case cmREP:
 		body = make([]byte, cmREPLen)
 		binary.BigEndian.PutUint32(body[0:], m.QPN)
@@ -157,8 +163,12 @@ func decodeCMBody(typ uint8, body []byte) (cmMsg, error) {
 		m.Nonce = binary.BigEndian.Uint64(body[28:])
 		m.DstNonce = binary.BigEndian.Uint64(body[36:])
 		m.Window = binary.BigEndian.Uint16(body[44:])
+		m.AckTimeout = body[46]
 		if m.UDPPort == 0 {
 			return bad("REQ UDP port 0")
+		}
+		if m.AckTimeout == 0 || m.AckTimeout > 31 {
+			return bad("REQ local ACK timeout %d", m.AckTimeout)
 		}
 	case cmREP:
 		m.QPN = binary.BigEndian.Uint32(body[0:])

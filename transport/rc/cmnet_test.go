@@ -26,7 +26,7 @@ func TestCMHandshake(t *testing.T) {
 	}
 	defer s.Close()
 	peer := netip.AddrPortFrom(lo, s.Port())
-	req := cmMsg{Type: cmREQ, GID: lo, UDPPort: 4791, QPN: 10, PSN: 3, MTU: 1024, Nonce: 1, DstNonce: 77, Window: 128}
+	req := cmMsg{Type: cmREQ, GID: lo, UDPPort: 4791, QPN: 10, PSN: 3, MTU: 1024, Nonce: 1, DstNonce: 77, Window: 128, AckTimeout: 15}
 
 	// A REQ is answered; DREQ releases the passive side.
 	c, rep, err := cmDial(context.Background(), peer, req, 5*time.Second)

@@ -118,7 +118,7 @@ func FuzzUnpackRKey(f *testing.F) {
 
 func sampleCM() []cmMsg {
 	return []cmMsg{
-		{Type: cmREQ, GID: netip.MustParseAddr("10.7.0.1"), UDPPort: 4791, QPN: 0x11, PSN: 0xabcdef, MTU: 1024, Nonce: 1, DstNonce: 2, Window: 128},
+		{Type: cmREQ, GID: netip.MustParseAddr("10.7.0.1"), UDPPort: 4791, QPN: 0x11, PSN: 0xabcdef, MTU: 1024, Nonce: 1, DstNonce: 2, Window: 128, AckTimeout: 15},
 		{Type: cmREP, QPN: 0xffffff, PSN: 0, MTU: 4096, Nonce: 3, Window: 64},
 		{Type: cmREJ, Reason: rejStaleNonce},
 		{Type: cmDREQ, QPN: 0x12},
@@ -151,6 +151,13 @@ func TestCMRoundTrip(t *testing.T) {
 	bad.MTU = 1000
 	if _, err := decodeCM(bad.encode()); !errors.Is(err, uct.ErrInvalidParam) {
 		t.Errorf("REQ with MTU 1000: %v, want ErrInvalidParam", err)
+	}
+	for _, to := range []uint8{0, 32} {
+		bad = sampleCM()[0]
+		bad.AckTimeout = to
+		if _, err := decodeCM(bad.encode()); !errors.Is(err, uct.ErrInvalidParam) {
+			t.Errorf("REQ with local ACK timeout %d: %v, want ErrInvalidParam", to, err)
+		}
 	}
 	bad = sampleCM()[1]
 	bad.QPN = 1 << 24

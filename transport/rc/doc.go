@@ -25,11 +25,15 @@
 // address, so both kinds of device talk to each other.
 // Connect creates a QP, dials the peer's connection manager (bounded by
 // EPParams.Timeout, default 3 s) and sends REQ (GID, UDP port, QPN, start
-// PSN, path MTU, both nonces, credit window); the peer checks the nonce,
+// PSN, path MTU, both nonces, credit window, local ACK timeout); the peer
+// checks the nonce,
 // creates its own QP, brings it to RTS and answers REP (QPN, PSN, MTU,
 // window); the requester then brings its QP to RTR and RTS. The local ACK
 // timeout is scaled so that retry_cnt (6) + 1 attempts take about half of
-// EPParams.Timeout; rnr_retry is 7 (infinite, RNR is back-pressure). The
+// EPParams.Timeout, and the peer's QP takes the same timeout from REQ, so
+// that its direction (credit grants, replies, a rendezvous' READs) does
+// not give up on a busy requester sooner than the requester's own does;
+// rnr_retry is 7 (infinite, RNR is back-pressure). The
 // TCP connection stays open as the endpoint's lifeline: Endpoint.Close
 // sends DREQ and the peer destroys its QP; if the peer iface closes, it
 // sends DREQ the other way and the endpoint enters its error state with

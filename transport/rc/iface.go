@@ -314,7 +314,7 @@ func (it *Iface) acceptCM(req cmMsg) (cmMsg, func(), error) {
 	}
 	mtu := it.pathMTU(req.MTU)
 	psn := uint32(randU64() & 0xffffff)
-	if err := connectQP(qp, req.GID, req.UDPPort, req.QPN, req.PSN, psn, mtu, defaultTimeout); err != nil {
+	if err := connectQP(qp, req.GID, req.UDPPort, req.QPN, req.PSN, psn, mtu, req.AckTimeout); err != nil {
 		qp.Close()
 		return cmMsg{}, nil, err
 	}
@@ -374,8 +374,9 @@ func ackTimeout(timeout time.Duration) uint8 {
 	return uint8(min(max(t, 12), 20))
 }
 
-// connectQP brings qp from INIT to RTS towards the remote QP.
-func connectQP(qp *verbs.QP, gid netip.Addr, udpPort uint16, dqpn, rqpsn, sqpsn uint32, mtu verbs.MTU, timeout time.Duration) error {
+// connectQP brings qp from INIT to RTS towards the remote QP, with the
+// local ACK timeout exponent ackTO.
+func connectQP(qp *verbs.QP, gid netip.Addr, udpPort uint16, dqpn, rqpsn, sqpsn uint32, mtu verbs.MTU, ackTO uint8) error {
 	err := qp.Modify(&verbs.QPAttr{State: verbs.QPSRTR, AH: verbs.AHAttr{DGID: gid, DPort: udpPort, HopLimit: 64},
 		PathMTU: mtu, DestQPN: dqpn, RQPSN: rqpsn, MaxDestRdAtomic: maxRdAtomic, MinRNRTimer: minRNRTimer},
 		verbs.QPAttrState|verbs.QPAttrAV|verbs.QPAttrPathMTU|verbs.QPAttrDestQPN|verbs.QPAttrRQPSN|
@@ -383,7 +384,7 @@ func connectQP(qp *verbs.QP, gid netip.Addr, udpPort uint16, dqpn, rqpsn, sqpsn 
 	if err != nil {
 		return fmt.Errorf("rc: qp to RTR: %w", err)
 	}
-	err = qp.Modify(&verbs.QPAttr{State: verbs.QPSRTS, SQPSN: sqpsn, Timeout: ackTimeout(timeout),
+	err = qp.Modify(&verbs.QPAttr{State: verbs.QPSRTS, SQPSN: sqpsn, Timeout: ackTO,
 		RetryCnt: retryCnt, RNRRetry: rnrRetry, MaxRdAtomic: maxRdAtomic},
 		verbs.QPAttrState|verbs.QPAttrSQPSN|verbs.QPAttrTimeout|verbs.QPAttrRetryCnt|verbs.QPAttrRNRRetry|verbs.QPAttrMaxQPRdAtomic)
 	if err != nil {
@@ -443,7 +444,7 @@ func (it *Iface) prepareConnect(addr []byte, params uct.EPParams) (*dial, error)
 	psn := uint32(randU64() & 0xffffff)
 	local := it.dev.LocalAddr()
 	req := cmMsg{Type: cmREQ, GID: local.Addr(), UDPPort: local.Port(), QPN: qp.QPNum(), PSN: psn,
-		MTU: uint16(it.mtu.Bytes()), Nonce: it.nonce, DstNonce: a.Nonce, Window: amWindow}
+		MTU: uint16(it.mtu.Bytes()), Nonce: it.nonce, DstNonce: a.Nonce, Window: amWindow, AckTimeout: ackTimeout(timeout)}
 	return &dial{a: a, peer: peer, qp: qp, psn: psn, req: req, timeout: timeout}, nil
 }
 
@@ -455,7 +456,7 @@ func (it *Iface) finishConnect(d *dial, conn *net.TCPConn, rep cmMsg, dialErr er
 		qp.Close()
 		return nil, uct.NewOpError(transportName, "connect", peer, uct.OK, dialErr)
 	}
-	if err := connectQP(qp, a.IP, a.UDPPort, rep.QPN, rep.PSN, d.psn, it.pathMTU(rep.MTU), d.timeout); err != nil {
+	if err := connectQP(qp, a.IP, a.UDPPort, rep.QPN, rep.PSN, d.psn, it.pathMTU(rep.MTU), d.req.AckTimeout); err != nil {
 		conn.Close()
 		qp.Close()
 		return nil, uct.NewOpError(transportName, "connect", peer, uct.ErrUnreachable, err)

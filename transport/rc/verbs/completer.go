@@ -55,6 +55,7 @@ func (qp *QP) afterProgress() {
 			}
 		}
 	}
+	r.probed = false
 	if r.comp == r.psn {
 		r.deadline = 0
 	} else if r.timeout != 0 {
@@ -318,8 +319,12 @@ func (qp *QP) timerLocked(now int64) {
 			return
 		}
 		r.retryLeft--
-		r.recovering = false
-		qp.goBack(r.comp)
+		if r.probed || !qp.probe() {
+			r.recovering = false
+			qp.goBack(r.comp)
+		} else {
+			r.probed = true
+		}
 		r.deadline = now + r.timeout
 	}
 }

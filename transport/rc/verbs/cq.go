@@ -97,6 +97,8 @@ func (cq *CQ) ReqNotify(solicitedOnly bool) error {
 		return fmt.Errorf("verbs: req notify: %w", uct.ErrClosed)
 	}
 	cq.armed, cq.solic = true, solicitedOnly
+	// Whoever arms goes to sleep next: what it posted leaves first.
+	cq.d.ring()
 	return nil
 }
 

@@ -177,6 +177,7 @@ func TestDeferredAckBeforeErr(t *testing.T) {
 	if _, err := a.qp.PostSend(SendWR{ID: 1, Opcode: WRSend, Flags: SendSignaled, SG: []SGE{a.mr.SGE(0, 8)}}); err != nil {
 		t.Fatal(err)
 	}
+	a.d.Progress() // the SEND leaves with the sender's next engine pass
 	var wc [1]WC
 	deadline := time.Now().Add(testTimeout)
 	for b.cq.PollNoProgress(wc[:]) == 0 {

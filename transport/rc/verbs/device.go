@@ -122,12 +122,14 @@ type PortAttr struct {
 type Counters struct {
 	RxPackets      uint64
 	TxPackets      uint64
+	TxCalls        uint64 // sendmmsg calls
 	RxICRCErrors   uint64 // dropped: bad ICRC
 	RxMalformed    uint64 // dropped: could not decode
 	RxDropped      uint64 // dropped: unknown QP, wrong source, QP state
 	TxDropped      uint64 // send failed (socket full, no route)
 	Retransmits    uint64 // go-back-N restarts (timeout, NAK, RNR)
 	Timeouts       uint64 // local ACK timeouts
+	Probes         uint64 // timeouts answered by re-sending the newest packet only
 	ReadRetries    uint64 // READs re-requested from a missing response
 	SeqNAKsSent    uint64
 	RNRNAKsSent    uint64
@@ -176,6 +178,9 @@ type Device struct {
 	ctr       Counters
 	pkt       roce.Packet
 	scratch   []byte
+	// posting is set while PostSend builds packets: small messages are
+	// copied into the batch then (see PostSend).
+	posting bool
 
 	// The watchdog (see background): its timer, interval and the time
 	// Progress last pushed the timer back (ns since epoch); wd is nil

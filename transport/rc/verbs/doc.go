@@ -57,8 +57,40 @@
 // registered memory (or a WR's inline copy) is not copied: the message's
 // iovecs alternate headers and trailers in the batch with payloads where
 // they lie. A long transfer leaves in pieces of 128 KiB, so that the peer
-// receives the first while the rest is built. PostSend builds and sends
-// the new packets before it returns.
+// receives the first while the rest is built. A requester keeps up to
+// 2048 PSNs unacknowledged (8 MiB at MTU 4096; READ responses count
+// too), and a QP out of its per-pass budget goes on in the next pass
+// without waiting for an ACK: a responder descheduled for a while finds
+// the window waiting in its socket buffer (8 MiB by default) instead of
+// having stalled the sender a quarter of the way.
+//
+// PostSend copies the packets of messages up to 8 KiB into the transmit
+// batch and returns (a larger message leaves from where it lies before
+// PostSend returns, so the caller may reuse its memory at once either
+// way); the batch goes out (the doorbell rings) at the start of the next
+// engine pass (Progress, CQ.Poll, GetCQEvent), when it fills, when an
+// owner arms a CQ (ReqNotify) or says it sleeps (Sleep), before a QP
+// changes state or is destroyed, and at the latest when the background
+// goroutine runs the engine an interval later; NextTimeout is zero while
+// posts wait, so an event loop runs the engine at once. A burst of posts
+// made between two engine passes thus leaves in one sendmmsg, with
+// equal-size packets to one QP merged by GSO, as a NIC reads the WQEs of
+// many posts after one doorbell. A device without the background
+// goroutine (Config.ProgressInterval < 0) sends nothing until its owner
+// runs the engine or waits on it.
+//
+// A local ACK timeout counts against retry_cnt as in IBTA, but its first
+// retransmission is a probe: only the newest packet sent goes out again,
+// asking for an ACK. This engine's responder is a process that a loaded
+// host may deschedule for longer than the timeout, with the window's
+// packets waiting intact in its socket; when it runs it acknowledges
+// them all and the probe is one duplicate, not a window of them. If
+// packets were lost, the probe arrives out of sequence and the responder
+// answers with a PSN sequence error NAK, from which the requester goes
+// back as usual. A second timeout without progress (the NAK lost too),
+// or one whose newest packet is a READ or an atomic (which the responder
+// would execute again), goes back to the oldest unacknowledged packet
+// at once.
 //
 // The ACK of a request that completed a receive (SEND, WRITE with
 // immediate) is deferred: the consumer of the completion usually answers

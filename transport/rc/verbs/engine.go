@@ -56,11 +56,21 @@ func (d *Device) rideAcks() {
 	d.acks = d.acks[:0]
 }
 
-// sendDeferredAck sends qp's deferred ACK now, before the QP leaves its
-// state (ERR, RESET, destroy) and its responder output is dropped.
+// ring sends the packets that posts left in the transmit batch (the
+// doorbell: see PostSend).
+func (d *Device) ring() {
+	if d.tx.n > 0 {
+		d.flushTx()
+	}
+}
+
+// sendDeferredAck sends qp's deferred ACK now, and the posts waiting in
+// the batch, before the QP leaves its state (ERR, RESET, destroy) and
+// its responder output and send queue are dropped.
 func (qp *QP) sendDeferredAck() {
 	d := qp.d
 	if !qp.inAcks {
+		d.ring()
 		return
 	}
 	qp.inAcks = false
@@ -134,6 +144,9 @@ func (d *Device) progressLocked() {
 	if d.closed {
 		return
 	}
+	// Posts made since the last pass leave first, ahead of anything the
+	// received packets make ready.
+	d.ring()
 	now := d.now()
 	d.lastProg.Store(now)
 	d.armWatchdog(now)
@@ -264,7 +277,7 @@ func (d *Device) handle(b []byte, src netip.AddrPort) {
 func (d *Device) NextTimeout() time.Duration {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.acks) > 0 {
+	if len(d.acks) > 0 || d.tx.n > 0 || len(d.ready) > 0 {
 		return 0 // the next pass sends them
 	}
 	if d.nextTimer == 0 {
@@ -371,7 +384,7 @@ func (d *Device) background() {
 		// after an interval: a timer or deferred ACK that an owner's
 		// PostSend or Progress sets meanwhile is not seen here.
 		next := time.Duration(iv)
-		if len(d.acks) > 0 {
+		if len(d.acks) > 0 || d.tx.n > 0 || len(d.ready) > 0 {
 			next = 1
 		} else if d.nextTimer != 0 {
 			next = min(next, time.Duration(max(1, d.nextTimer-d.now())))
@@ -391,6 +404,9 @@ func (d *Device) background() {
 // packet. It reports whether the device has a background goroutine; if
 // not (Config.ProgressInterval < 0), the caller must watch Fd.
 func (d *Device) Sleep() bool {
+	d.mu.Lock()
+	d.ring()
+	d.mu.Unlock()
 	if d.wd == nil {
 		return false
 	}

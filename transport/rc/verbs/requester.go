@@ -8,8 +8,9 @@ import (
 )
 
 const (
-	// maxInflight is the most PSNs a requester has outstanding.
-	maxInflight = 512
+	// maxInflight is the most PSNs a requester has outstanding: 8 MiB
+	// at MTU 4096, as much as the peer's socket buffer holds by default.
+	maxInflight = 2048
 	// ackEvery: every ackEvery-th packet of a long message asks for an
 	// ACK (besides the last one), so the window keeps moving.
 	ackEvery = 32
@@ -65,6 +66,7 @@ type requester struct {
 	deadline   int64 // local ACK timer; 0 = not armed
 	rnrUntil   int64 // RNR wait; 0 = not waiting
 	recovering bool  // a go-back-N restart is under way
+	probed     bool  // the last ACK timeout re-sent only the newest packet
 }
 
 func (r *requester) init(c QPCap) { r.sq = make([]sendWQE, c.MaxSendWR) }
@@ -96,7 +98,7 @@ func (r *requester) start(psn uint32) {
 	r.psn, r.comp, r.maxPSN = psn, psn, psn
 	r.sent, r.sinceAck = 0, 0
 	r.deadline, r.rnrUntil = 0, 0
-	r.recovering = false
+	r.recovering, r.probed = false, false
 }
 
 func (r *requester) reset() {
@@ -129,8 +131,13 @@ func (r *requester) flush(qp *QP) {
 // were posted and, if not all, why the next one was refused: a bad
 // request (uct.ErrInvalidParam), a full send queue (uct.ErrNoResource),
 // a QP not in RTS/SQD/ERR, or a port that is down (uct.ErrRouteLost). In
-// ERR, requests complete at once with WRFlushErr. Packets for the new
-// work are sent before PostSend returns.
+// ERR, requests complete at once with WRFlushErr. The packets of new
+// messages of up to postCopyMax bytes are copied into the device's
+// transmit batch, which goes out with the next engine pass or wait (see
+// the package documentation), so that a burst of posts leaves in one
+// sendmmsg; larger ones are sent from where they lie before PostSend
+// returns. Either way the caller may reuse the memory once PostSend has
+// returned, as before the doorbell was deferred.
 func (qp *QP) PostSend(wrs ...SendWR) (int, error) {
 	racePosted()
 	d := qp.d
@@ -138,11 +145,20 @@ func (qp *QP) PostSend(wrs ...SendWR) (int, error) {
 	defer d.mu.Unlock()
 	n, err := qp.postSendLocked(wrs)
 	if n > 0 && qp.state == QPSRTS {
+		refs := len(d.tx.refs)
+		d.posting = true
 		qp.sendLocked()
-		d.flushTx()
+		d.posting = false
+		if len(d.tx.refs) != refs {
+			d.flushTx()
+		}
 	}
 	return n, err
 }
+
+// postCopyMax is the largest message whose packets PostSend copies into
+// the transmit batch (see PostSend).
+const postCopyMax = 8 << 10
 
 func (qp *QP) postSendLocked(wrs []SendWR) (int, error) {
 	r := &qp.req
@@ -292,6 +308,11 @@ func (qp *QP) sendLocked() {
 		}
 		budget -= qp.emitRequest(w, budget)
 	}
+	if budget <= 0 && r.next != r.tail && roce.PSNDiff(r.psn, r.comp) < maxInflight {
+		// Out of budget with room in the window: the next pass goes on,
+		// whether or not an ACK comes to wake the QP.
+		d.markReady(qp)
+	}
 	if r.comp != r.psn && r.deadline == 0 && r.timeout != 0 {
 		r.deadline = d.now() + r.timeout
 		d.armTimer(qp)
@@ -379,28 +400,17 @@ func (qp *QP) emitRequest(w *sendWQE, budget int) int {
 	k := 0
 	for k < budget && r.sent < w.npkts && roce.PSNDiff(r.psn, r.comp) < maxInflight {
 		i := r.sent
-		first, last := i == 0, i == w.npkts-1
-		off := uint64(i) * mtu
-		n := min(mtu, w.length-off)
-		*p = roce.Packet{BTH: base}
-		p.BTH.Opcode = requestOpcode(w.wr.Opcode, first, last)
+		last := i == w.npkts-1
+		stable := qp.dataPacket(w, i, p)
+		if d.posting && w.length <= postCopyMax {
+			stable = false
+		}
 		p.BTH.PSN = r.psn
 		r.sinceAck++
 		if last || r.sinceAck >= ackEvery || roce.PSNDiff(r.psn, r.comp) == maxInflight-1 {
 			p.BTH.AckReq = true
 			r.sinceAck = 0
 		}
-		if last && w.wr.Flags&SendSolicited != 0 {
-			p.BTH.SolicitedEvent = true
-		}
-		if p.BTH.Opcode.HasRETH() {
-			p.RETH = roce.RETH{VA: w.wr.RemoteAddr, RKey: w.wr.RKey, DMALen: uint32(w.length)}
-		}
-		if p.BTH.Opcode.HasImm() {
-			p.Imm = w.wr.Imm
-		}
-		var stable bool
-		p.Payload, stable = w.payload(off, n, &d.scratch)
 		d.emitPacket(p, qp.dst, stable)
 		r.setPSN(roce.PSNAdd(r.psn, 1))
 		r.sent++
@@ -411,6 +421,30 @@ func (qp *QP) emitRequest(w *sendWQE, budget int) int {
 		r.sent = 0
 	}
 	return k
+}
+
+// dataPacket fills p with packet i of SEND or WRITE w (its PSN is
+// w.psn+i), without the AckReq bit, and says whether its payload aliases
+// memory that stays untouched until the batch is flushed (see payload).
+func (qp *QP) dataPacket(w *sendWQE, i uint32, p *roce.Packet) (stable bool) {
+	mtu := uint64(qp.mtu)
+	first, last := i == 0, i == w.npkts-1
+	off := uint64(i) * mtu
+	n := min(mtu, w.length-off)
+	*p = roce.Packet{BTH: roce.BTH{PKey: roce.PKeyDefault, DestQP: qp.attr.DestQPN}}
+	p.BTH.Opcode = requestOpcode(w.wr.Opcode, first, last)
+	p.BTH.PSN = roce.PSNAdd(w.psn, int(i))
+	if last && w.wr.Flags&SendSolicited != 0 {
+		p.BTH.SolicitedEvent = true
+	}
+	if p.BTH.Opcode.HasRETH() {
+		p.RETH = roce.RETH{VA: w.wr.RemoteAddr, RKey: w.wr.RKey, DMALen: uint32(w.length)}
+	}
+	if p.BTH.Opcode.HasImm() {
+		p.Imm = w.wr.Imm
+	}
+	p.Payload, stable = w.payload(off, n, &qp.d.scratch)
+	return stable
 }
 
 // payload returns n bytes of w's data at off, aliasing MR memory (or
@@ -498,6 +532,37 @@ func (qp *QP) goBack(psn uint32) {
 		}
 	}
 	r.recovering = true
+	r.probed = false
 	r.sinceAck = 0
 	qp.d.markReady(qp)
+}
+
+// probe answers an ACK timeout by sending the newest packet sent again,
+// asking for an ACK, instead of the whole window (see timerLocked). It
+// reports false when that packet belongs to a READ or an atomic, whose
+// duplicates the responder executes again (a READ's whole response):
+// those go back at once.
+func (qp *QP) probe() bool {
+	r := &qp.req
+	last := roce.PSNAdd(r.psn, -1)
+	for i := r.head; i != r.tail; i++ {
+		w := r.at(i)
+		if !w.started {
+			break
+		}
+		d := roce.PSNDiff(last, w.psn)
+		if d < 0 || d >= int32(w.npkts) {
+			continue
+		}
+		if w.wr.Opcode.needsResponse() {
+			return false
+		}
+		p := &qp.d.pkt
+		stable := qp.dataPacket(w, uint32(d), p)
+		p.BTH.AckReq = true
+		qp.d.emitPacket(p, qp.dst, stable)
+		qp.d.ctr.Probes++
+		return true
+	}
+	return false
 }

@@ -199,6 +199,7 @@ func (t *txBatch) flush(fd int, ctr *Counters) {
 	deadline := time.Time{}
 	for sent < t.n {
 		k, err := sendmmsg(fd, t.msgs[sent:t.n], t.small(sent))
+		ctr.TxCalls++
 		if err == nil {
 			for i := sent; i < sent+k; i++ {
 				ctr.TxPackets += uint64(t.nseg[i])
