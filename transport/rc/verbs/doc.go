@@ -57,12 +57,7 @@
 // registered memory (or a WR's inline copy) is not copied: the message's
 // iovecs alternate headers and trailers in the batch with payloads where
 // they lie. A long transfer leaves in pieces of 128 KiB, so that the peer
-// receives the first while the rest is built. A requester keeps up to
-// 2048 PSNs unacknowledged (8 MiB at MTU 4096; READ responses count
-// too), and a QP out of its per-pass budget goes on in the next pass
-// without waiting for an ACK: a responder descheduled for a while finds
-// the window waiting in its socket buffer (8 MiB by default) instead of
-// having stalled the sender a quarter of the way.
+// receives the first while the rest is built.
 //
 // PostSend copies the packets of messages up to 8 KiB into the transmit
 // batch and returns (a larger message leaves from where it lies before

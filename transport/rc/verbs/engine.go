@@ -277,7 +277,7 @@ func (d *Device) handle(b []byte, src netip.AddrPort) {
 func (d *Device) NextTimeout() time.Duration {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.acks) > 0 || d.tx.n > 0 || len(d.ready) > 0 {
+	if len(d.acks) > 0 || d.tx.n > 0 {
 		return 0 // the next pass sends them
 	}
 	if d.nextTimer == 0 {
@@ -384,7 +384,7 @@ func (d *Device) background() {
 		// after an interval: a timer or deferred ACK that an owner's
 		// PostSend or Progress sets meanwhile is not seen here.
 		next := time.Duration(iv)
-		if len(d.acks) > 0 || d.tx.n > 0 || len(d.ready) > 0 {
+		if len(d.acks) > 0 || d.tx.n > 0 {
 			next = 1
 		} else if d.nextTimer != 0 {
 			next = min(next, time.Duration(max(1, d.nextTimer-d.now())))

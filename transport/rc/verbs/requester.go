@@ -8,9 +8,8 @@ import (
 )
 
 const (
-	// maxInflight is the most PSNs a requester has outstanding: 8 MiB
-	// at MTU 4096, as much as the peer's socket buffer holds by default.
-	maxInflight = 2048
+	// maxInflight is the most PSNs a requester has outstanding.
+	maxInflight = 512
 	// ackEvery: every ackEvery-th packet of a long message asks for an
 	// ACK (besides the last one), so the window keeps moving.
 	ackEvery = 32
@@ -307,11 +306,6 @@ func (qp *QP) sendLocked() {
 			}
 		}
 		budget -= qp.emitRequest(w, budget)
-	}
-	if budget <= 0 && r.next != r.tail && roce.PSNDiff(r.psn, r.comp) < maxInflight {
-		// Out of budget with room in the window: the next pass goes on,
-		// whether or not an ACK comes to wake the QP.
-		d.markReady(qp)
 	}
 	if r.comp != r.psn && r.deadline == 0 && r.timeout != 0 {
 		r.deadline = d.now() + r.timeout
