@@ -97,21 +97,6 @@ func TestTimeoutProbeTailLoss(t *testing.T) {
 		}
 		da.Progress()
 	}
-	// The fault handles a packet when the receiving end takes it, which
-	// may be after sendmmsg returned: wait until its count (of frames,
-	// GSO ones included) stays put.
-	var last uint64
-	for same := 0; same < 3; {
-		if time.Now().After(deadline) {
-			t.Fatal("the fault's drop count does not settle")
-		}
-		time.Sleep(10 * time.Millisecond)
-		if _, dropped := f.Counters(); dropped == last && dropped > 0 {
-			same++
-		} else {
-			last, same = dropped, 0
-		}
-	}
 	// Everything sent was lost; what comes next gets through.
 	if err := f.Set(fault.Config{}); err != nil {
 		t.Fatal(err)
