@@ -55,7 +55,6 @@ func (qp *QP) afterProgress() {
 			}
 		}
 	}
-	r.probed = false
 	if r.comp == r.psn {
 		r.deadline = 0
 	} else if r.timeout != 0 {
@@ -319,12 +318,8 @@ func (qp *QP) timerLocked(now int64) {
 			return
 		}
 		r.retryLeft--
-		if r.probed || !qp.probe() {
-			r.recovering = false
-			qp.goBack(r.comp)
-		} else {
-			r.probed = true
-		}
+		r.recovering = false
+		qp.goBack(r.comp)
 		r.deadline = now + r.timeout
 	}
 }

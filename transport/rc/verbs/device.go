@@ -129,7 +129,6 @@ type Counters struct {
 	TxDropped      uint64 // send failed (socket full, no route)
 	Retransmits    uint64 // go-back-N restarts (timeout, NAK, RNR)
 	Timeouts       uint64 // local ACK timeouts
-	Probes         uint64 // timeouts answered by re-sending the newest packet only
 	ReadRetries    uint64 // READs re-requested from a missing response
 	SeqNAKsSent    uint64
 	RNRNAKsSent    uint64

@@ -74,19 +74,6 @@
 // goroutine (Config.ProgressInterval < 0) sends nothing until its owner
 // runs the engine or waits on it.
 //
-// A local ACK timeout counts against retry_cnt as in IBTA, but its first
-// retransmission is a probe: only the newest packet sent goes out again,
-// asking for an ACK. This engine's responder is a process that a loaded
-// host may deschedule for longer than the timeout, with the window's
-// packets waiting intact in its socket; when it runs it acknowledges
-// them all and the probe is one duplicate, not a window of them. If
-// packets were lost, the probe arrives out of sequence and the responder
-// answers with a PSN sequence error NAK, from which the requester goes
-// back as usual. A second timeout without progress (the NAK lost too),
-// or one whose newest packet is a READ or an atomic (which the responder
-// would execute again), goes back to the oldest unacknowledged packet
-// at once.
-//
 // The ACK of a request that completed a receive (SEND, WRITE with
 // immediate) is deferred: the consumer of the completion usually answers
 // at once, and the ACK then leaves behind the answer in the same

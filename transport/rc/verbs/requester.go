@@ -65,7 +65,6 @@ type requester struct {
 	deadline   int64 // local ACK timer; 0 = not armed
 	rnrUntil   int64 // RNR wait; 0 = not waiting
 	recovering bool  // a go-back-N restart is under way
-	probed     bool  // the last ACK timeout re-sent only the newest packet
 }
 
 func (r *requester) init(c QPCap) { r.sq = make([]sendWQE, c.MaxSendWR) }
@@ -97,7 +96,7 @@ func (r *requester) start(psn uint32) {
 	r.psn, r.comp, r.maxPSN = psn, psn, psn
 	r.sent, r.sinceAck = 0, 0
 	r.deadline, r.rnrUntil = 0, 0
-	r.recovering, r.probed = false, false
+	r.recovering = false
 }
 
 func (r *requester) reset() {
@@ -526,37 +525,6 @@ func (qp *QP) goBack(psn uint32) {
 		}
 	}
 	r.recovering = true
-	r.probed = false
 	r.sinceAck = 0
 	qp.d.markReady(qp)
-}
-
-// probe answers an ACK timeout by sending the newest packet sent again,
-// asking for an ACK, instead of the whole window (see timerLocked). It
-// reports false when that packet belongs to a READ or an atomic, whose
-// duplicates the responder executes again (a READ's whole response):
-// those go back at once.
-func (qp *QP) probe() bool {
-	r := &qp.req
-	last := roce.PSNAdd(r.psn, -1)
-	for i := r.head; i != r.tail; i++ {
-		w := r.at(i)
-		if !w.started {
-			break
-		}
-		d := roce.PSNDiff(last, w.psn)
-		if d < 0 || d >= int32(w.npkts) {
-			continue
-		}
-		if w.wr.Opcode.needsResponse() {
-			return false
-		}
-		p := &qp.d.pkt
-		stable := qp.dataPacket(w, uint32(d), p)
-		p.BTH.AckReq = true
-		qp.d.emitPacket(p, qp.dst, stable)
-		qp.d.ctr.Probes++
-		return true
-	}
-	return false
 }
