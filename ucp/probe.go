@@ -125,27 +125,10 @@ func (w *Worker) probeRound(now time.Time) {
 		if ep.err != nil || ep.closed {
 			continue
 		}
-		w.resync(ep, now)
 		for li := range ep.lanes {
 			w.sendProbe(ep, li, now)
 		}
 	}
-}
-
-// resync sends ep's sync again when it has gone unanswered for a probe
-// interval (lock held): the sync or its answer may have been lost with a
-// lane that failed again meanwhile (a flapping link), and sequenced sends
-// wait for the answer. A repeated sync is harmless: the peer replays
-// again what it has not seen acknowledged, the receive window drops what
-// arrived twice, and an answer to a sync we no longer wait for is ignored.
-func (w *Worker) resync(ep *Endpoint, now time.Time) {
-	f := ep.fo
-	if f == nil || !f.fov.syncing || f.fov.syncDue || f.fov.sentAt.IsZero() ||
-		now.Sub(f.fov.sentAt) < w.cfg.Failover.ProbeInterval {
-		return
-	}
-	w.stats.Resyncs++
-	w.sendSync(ep, false)
 }
 
 // judgeProbes counts a miss for every lane whose probe of the last round

@@ -29,9 +29,6 @@ type WorkerStats struct {
 	// AtomicsApplied counts the peers' atomics this worker applied to
 	// its memory as active messages (sequenced endpoints).
 	AtomicsApplied uint64
-	// Resyncs counts failover syncs sent again after going unanswered
-	// for a probe interval.
-	Resyncs uint64
 
 	// Probes counts the per-lane probes of failover (probe.go).
 	Probes ProbeStats
