@@ -17,50 +17,6 @@ import (
 )
 
 // foOffStripe is the size of the striped puts and gets of
-func init() {
-	// fooffsink: like fosink, give rank 0 the address and key of memory
-	// for its puts, gets and atomics, then take whatever arrives (tag
-	// messages, active messages, rendezvous data) and stay alive, so that
-	// a failed endpoint is never a dead peer, until stdin closes or says
-	// anything (bounded: two minutes).
-	childRoles["fooffsink"] = func(nd *node) error {
-		ep := nd.eps[0]
-		mem, err := nd.w.MemMap(make([]byte, foOffMemSize))
-		if err != nil {
-			return err
-		}
-		defer mem.Close()
-		kb := binary.LittleEndian.AppendUint64(nil, mem.Address())
-		if err := nd.wait(ep.TagSend(append(kb, mem.PackRKey()...), mkTag(1, foTagKey), nil)); err != nil {
-			return err
-		}
-		var end atomic.Bool
-		go func() {
-			bufio.NewReader(os.Stdin).ReadString('\n')
-			end.Store(true)
-		}()
-		nd.w.SetAMHandler(foAM, func(m *AMMessage) {
-			if m.Rndv {
-				m.RecvData(make([]byte, m.Length), nil).Release()
-			}
-		})
-		buf := make([]byte, 1<<20)
-		var recv func()
-		recv = func() {
-			nd.w.TagRecv(buf, mkTag(0, foTagData), exact, &Params{Callback: func(r *Request) {
-				if r.Err() == nil {
-					recv()
-				}
-			}}).Release()
-		}
-		recv()
-		for stop := time.Now().Add(2 * time.Minute); !end.Load() && time.Now().Before(stop); {
-			nd.w.Progress()
-		}
-		return nil
-	}
-}
-
 // TestFailoverOffRailBlackHole: above stripeMin, so each goes over both
 // rails.
 const foOffStripe = 128 << 10
