@@ -20,16 +20,11 @@ func init() {
 	// AtomicsApplied and Replayed), and "end" or EOF ends it (bounded:
 	// two minutes).
 	childRoles["foatomsink"] = func(nd *node) error {
-		ep := nd.eps[0]
-		mem, err := nd.w.MemMap(make([]byte, foMemSize))
+		mem, err := shareMem(nd, foMemSize, nil)
 		if err != nil {
 			return err
 		}
 		defer mem.Close()
-		kb := binary.LittleEndian.AppendUint64(nil, mem.Address())
-		if err := nd.wait(ep.TagSend(append(kb, mem.PackRKey()...), mkTag(1, foTagKey), nil)); err != nil {
-			return err
-		}
 		lines := make(chan string, 4)
 		go func() {
 			defer close(lines)

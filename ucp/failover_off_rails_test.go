@@ -39,16 +39,11 @@ func init() {
 	// a failed endpoint is never a dead peer, until stdin closes or says
 	// anything (bounded: two minutes).
 	childRoles["fooffsink"] = func(nd *node) error {
-		ep := nd.eps[0]
-		mem, err := nd.w.MemMap(make([]byte, foOffMemSize))
+		mem, err := shareMem(nd, foOffMemSize, nil)
 		if err != nil {
 			return err
 		}
 		defer mem.Close()
-		kb := binary.LittleEndian.AppendUint64(nil, mem.Address())
-		if err := nd.wait(ep.TagSend(append(kb, mem.PackRKey()...), mkTag(1, foTagKey), nil)); err != nil {
-			return err
-		}
 		var end atomic.Bool
 		go func() {
 			bufio.NewReader(os.Stdin).ReadString('\n')

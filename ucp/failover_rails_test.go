@@ -29,6 +29,24 @@ const (
 	foGetSeed   = 99
 )
 
+// shareMem maps size bytes in the child, lets fill write them, and sends
+// rank 0 their address and packed key on foTagKey.
+func shareMem(nd *node, size int, fill func([]byte)) (*Mem, error) {
+	mem, err := nd.w.MemMap(make([]byte, size))
+	if err != nil {
+		return nil, err
+	}
+	if fill != nil {
+		fill(mem.Bytes())
+	}
+	kb := binary.LittleEndian.AppendUint64(nil, mem.Address())
+	if err := nd.wait(nd.eps[0].TagSend(append(kb, mem.PackRKey()...), mkTag(1, foTagKey), nil)); err != nil {
+		mem.Close()
+		return nil, err
+	}
+	return mem, nil
+}
+
 func init() {
 	// fosink: receive the failover tests' stream from rank 0 and check
 	// it: tag messages in order, each once, every byte right; active
@@ -37,16 +55,13 @@ func init() {
 	// address and key go first on foTagKey.
 	childRoles["fosink"] = func(nd *node) error {
 		ep := nd.eps[0]
-		mem, err := nd.w.MemMap(make([]byte, foMemSize))
+		mem, err := shareMem(nd, foMemSize, func(b []byte) {
+			copy(b[foGetRegion*foRegion:], pattern(foRegion, foGetSeed)) // what rank 0 gets
+		})
 		if err != nil {
 			return err
 		}
 		defer mem.Close()
-		copy(mem.Bytes()[foGetRegion*foRegion:], pattern(foRegion, foGetSeed)) // what rank 0 gets
-		kb := binary.LittleEndian.AppendUint64(nil, mem.Address())
-		if err := nd.wait(ep.TagSend(append(kb, mem.PackRKey()...), mkTag(1, foTagKey), nil)); err != nil {
-			return err
-		}
 		var problems []string
 		amGot := map[int]int{}
 		amCheck := func(b []byte) {
