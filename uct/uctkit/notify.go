@@ -20,7 +20,11 @@ type Notifier struct {
 	// full, so that Completed, called on every completion, has nothing to
 	// do but count and skips the lock. Notify clears it.
 	full atomic.Bool
-	lost atomic.Uint64
+	// lost is written by CompletedN (one caller at a time, see there)
+	// with a plain store and read with atomic loads; the empty array
+	// gives it atomic.Uint64's 8-byte alignment on 32-bit platforms.
+	_    [0]atomic.Uint64
+	lost uint64
 }
 
 type notifyEntry struct {
@@ -64,10 +68,12 @@ func (n *Notifier) Completed(c uct.CompletionInfo) {
 
 // CompletedN reports count completions alike (a batch of receives).
 // Transports call Completed and CompletedN from Progress, never at once,
-// so the count of a full backlog is kept without a locked instruction.
+// so the count of a full backlog is kept without a locked instruction
+// (storeRelaxed: not even the implicit one of an atomic store), which
+// would make Progress wait for the stores it left buffered.
 func (n *Notifier) CompletedN(count int, c uct.CompletionInfo) {
 	if n.full.Load() {
-		n.lost.Store(n.lost.Load() + uint64(count))
+		storeRelaxed(&n.lost, atomic.LoadUint64(&n.lost)+uint64(count))
 		return
 	}
 	for ; count > 0; count-- {
@@ -82,7 +88,7 @@ func (n *Notifier) CompletedN(count int, c uct.CompletionInfo) {
 			}
 			if len(n.ready) == uct.NotifyBacklog {
 				n.full.Store(true)
-				n.lost.Add(uint64(count))
+				atomic.AddUint64(&n.lost, uint64(count))
 			}
 			n.mu.Unlock()
 			return
@@ -125,7 +131,7 @@ func (n *Notifier) Remembered() int {
 
 // Overflows returns the number of completions dropped because
 // uct.NotifyBacklog completions were already waiting for a Notify.
-func (n *Notifier) Overflows() uint64 { return n.lost.Load() }
+func (n *Notifier) Overflows() uint64 { return atomic.LoadUint64(&n.lost) }
 
 // Cancel runs every queued handler with uct.ErrCanceled, forgets remembered
 // completions and refuses new handlers.
