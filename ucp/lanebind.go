@@ -50,7 +50,11 @@ func (w *Worker) setHandlers(wi *wiface) {
 			wi.it.SetAMHandler(e.id, e.h, wi)
 			continue
 		}
-		si.SetAMSourceHandler(e.id, w.boundHandler(wi, e.id, e.h), wi)
+		h := w.boundHandler(wi, e.id, e.h)
+		if e.id == amEager {
+			h = w.boundEager(wi)
+		}
+		si.SetAMSourceHandler(e.id, h, wi)
 	}
 }
 
@@ -110,9 +114,15 @@ func (w *Worker) laneOK(wi *wiface, id uint8, src uct.AMSource, data []byte) boo
 		w.unlockCB()
 		return true
 	}
-	w.laneMismatch(ep, fmt.Errorf("message %d for %s arrived from source %#x on %s", id, ep.name, uint64(src), wi.md.comp.Name()))
+	w.laneMismatchFrom(ep, wi, id, src)
 	w.unlockCB()
 	return false
+}
+
+// laneMismatchFrom reports message id for ep that arrived from src on wi,
+// neither of them ep's (lock held).
+func (w *Worker) laneMismatchFrom(ep *Endpoint, wi *wiface, id uint8, src uct.AMSource) {
+	w.laneMismatch(ep, fmt.Errorf("message %d for %s arrived from source %#x on %s", id, ep.name, uint64(src), wi.md.comp.Name()))
 }
 
 // bindLane binds ep to the source of the wireup being handled, in which

@@ -267,14 +267,14 @@ func (w *Worker) eagerArrive(ep *Endpoint, tag uint64, payload []byte) {
 		w.stats.FailedDrops.TagEager++
 		return
 	}
+	if mr := w.m.TakeRecv(tag); mr != nil {
+		w.deliverEager(mr.Data.(*Request), ep, tag, payload)
+		return
+	}
 	u := w.getUnexp()
 	u.m.Src, u.m.Tag, u.ep = match.Src(ep.id), tag, ep
-	if mr := w.m.Arrive(&u.m); mr != nil {
-		w.deliverEager(mr.Data.(*Request), ep, tag, payload)
-		w.freeUnexp(u)
-	} else {
-		u.data = append(u.data[:0], payload...)
-	}
+	u.data = append(u.data[:0], payload...)
+	w.m.Queue(&u.m)
 }
 
 // onRTS handles a rendezvous announcement.

@@ -476,7 +476,13 @@ func (md *model) step(src opSource) {
 		msg.Src = Src(src.intn(numSrc))
 		msg.Tag = uint64(src.intn(2))<<8 | srcBits(msg.Src) | uint64(src.intn(4))
 		md.log = append(md.log, fmt.Sprintf("arrive m%d src=%d tag=%#x", id, msg.Src, msg.Tag))
-		got, want := recvID(m.Arrive(msg)), f.arrive(id, msg.Src, msg.Tag)
+		var r *Recv
+		if src.intn(2) == 0 {
+			r = m.Arrive(msg)
+		} else if r = m.TakeRecv(msg.Tag); r == nil {
+			m.Queue(msg) // the eager receiver's way: TakeRecv, then Queue
+		}
+		got, want := recvID(r), f.arrive(id, msg.Src, msg.Tag)
 		if got != want {
 			md.fatalf("Arrive m%d = r%d, want r%d", id, got, want)
 		}
