@@ -141,7 +141,7 @@ func (w *Worker) TagRecv(buf []byte, tag, mask uint64, p *Params) *Request {
 	r.mr.Tag, r.mr.Mask = tag, mask
 	if msg := w.m.PostRecv(&r.mr); msg != nil {
 		w.deliver(r, msg.Data.(*unexp))
-	} else {
+	} else if w.m.AnyDown() {
 		switch n, s := w.m.CheckPosted(&r.mr); n {
 		case match.NoticeFailedPending:
 			r.notice = ErrProcFailedPending

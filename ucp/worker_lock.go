@@ -30,10 +30,15 @@ func (t *transportLock) lockCB() {
 // unlockCB releases lockCB's lock. Lanes closed meanwhile are closed by
 // the holder of the transport lock before it releases it.
 func (w *Worker) unlockCB() {
+	if !w.safe && len(w.laneClose) == 0 {
+		return
+	}
+	w.unlockCBSlow()
+}
+
+func (w *Worker) unlockCBSlow() {
 	if !w.safe {
-		if len(w.laneClose) != 0 {
-			w.closeDetached()
-		}
+		w.closeDetached()
 		return
 	}
 	w.tstate = tNone
@@ -79,12 +84,19 @@ func (w *Worker) canPost() bool {
 // worker again. A thread-safe worker closes them only while it holds the
 // transport lock, since a transport's progress and the endpoint's close
 // must not run at once; when another goroutine holds it, that goroutine
-// closes them before it releases the lock.
+// closes them before it releases the lock. The test of a single-goroutine
+// worker with no lane to close is small enough to be inlined into the
+// operations; the rest is unlockSlow.
 func (w *Worker) unlock() {
+	if !w.safe && len(w.laneClose) == 0 {
+		return
+	}
+	w.unlockSlow()
+}
+
+func (w *Worker) unlockSlow() {
 	if !w.safe {
-		if len(w.laneClose) != 0 {
-			w.closeDetached()
-		}
+		w.closeDetached()
 		return
 	}
 	if w.tstate != tMine && (len(w.laneClose) == 0 || !w.tmu.TryLock()) {

@@ -26,3 +26,8 @@ func (m *Matcher) Queue(msg *Msg) {
 	}
 	m.queueMsg(msg)
 }
+
+// AnyDown reports whether some source failed or is gone: only then can
+// CheckPosted have something to say, so a receiver asks this (inlined)
+// first.
+func (m *Matcher) AnyDown() bool { return len(m.failed)+m.ndown != 0 }

@@ -30,7 +30,13 @@ func TestTakeRecv(t *testing.T) {
 		t.Fatalf("TakeRecv = %v (posted %v), want wild, unposted", r, wild.Posted())
 	}
 	// suspended: no match, the message is left to Queue
+	if m.AnyDown() {
+		t.Fatal("AnyDown before any failure")
+	}
 	m.Fail(2)
+	if !m.AnyDown() {
+		t.Fatal("AnyDown false after Fail(2)")
+	}
 	if r := m.TakeRecv(tg(1, 5)); r != nil || !spec.Posted() {
 		t.Fatalf("TakeRecv while suspended = %v", r)
 	}
