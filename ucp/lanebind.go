@@ -183,9 +183,12 @@ func (w *Worker) laneMismatch(ep *Endpoint, cause error) {
 // flushDrops reports the queued drop events (in handler context, without
 // the lock).
 func (w *Worker) flushDrops() {
-	if len(w.drops.pending) == 0 {
-		return
+	if len(w.drops.pending) != 0 {
+		w.flushDropsNow() // the test alone is inlined into the handlers
 	}
+}
+
+func (w *Worker) flushDropsNow() {
 	p := w.drops.pending
 	w.drops.pending = nil
 	for _, e := range p {
