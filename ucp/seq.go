@@ -316,15 +316,20 @@ func (w *Worker) seqAcked(ep *Endpoint, upto uint64) bool {
 	return false
 }
 
-// onSeq receives a sequenced message (inside iface Progress): it takes
+// onSeq receives a sequenced message (inside iface Progress): an eager
+// tag message next in order takes onSeqEager; any other message takes
 // the acknowledgement, then hands the message and those it releases from
 // the window, in order, to their handlers, without the worker's lock.
 func (w *Worker) onSeq(arg any, data []byte, flags uct.AMFlags) {
-	if !seqOK(data) {
+	if len(data) < seqHdr || data[12] != amEager && !seqInnerOK(data[12]) {
 		return
 	}
 	w.lockCB()
 	ep := w.epByID(le.Uint32(data))
+	if ep != nil && ep.fo != nil && w.onSeqEager(ep, data) {
+		w.unlockCB()
+		return
+	}
 	if ep == nil || ep.err != nil {
 		if ep == nil {
 			w.stats.ClosedDrops++
@@ -339,11 +344,7 @@ func (w *Worker) onSeq(arg any, data []byte, flags uct.AMFlags) {
 		ep.seqStart()
 	}
 	f := ep.fo
-	if len(ep.lanes) == 1 { // heardOn, inline
-		ep.lanes[0].hd.got()
-	} else {
-		ep.heardOnLanes(arg)
-	}
+	ep.heardOn(arg)
 	if a := le.Uint32(data[8:]); int32(a-f.ackIn) > 0 {
 		f.ackIn = a // the newest (messages on two lanes may cross)
 	}
@@ -354,7 +355,7 @@ func (w *Worker) onSeq(arg any, data []byte, flags uct.AMFlags) {
 	seq := failover.Unwrap32(next-1, le.Uint32(data[4:]))
 	v := data[seqHdr-1:] // inner id + inner message
 	if f.win.InOrder(seq) {
-		// the common case: next in order, nothing held
+		// next in order, nothing held
 		if f.win.Owed() >= seqAckEvery {
 			w.seqAck(ep, false)
 		}
@@ -458,37 +459,11 @@ func (ep *Endpoint) ctlSend(id uint8, b []byte) error {
 	return err
 }
 
-// sendTagSeq sends an eager tag message (short, bcopy or zcopy by size)
-// through the sequenced channel: its payload is copied into the log, so
-// it completes once sent (lock held).
+// sendTagSeq sends an eager tag message of a request through the
+// sequenced channel (seqTag): its payload is copied into the log, so it
+// completes once sent (lock held).
 func (ep *Endpoint) sendTagSeq(r *Request) error {
-	f := ep.fo
-	n := seqHdr + eagerHdr + len(r.buf)
-	var b []byte
-	if !f.fov.syncing && f.fov.resend == 0 && f.log.Len() < seqAckLazy {
-		b = f.log.Slot(n) // seqSlot's common case, inline
-	}
-	if b == nil {
-		var err error
-		if b, err = ep.seqSlot(n, amEager); err != nil {
-			return err
-		}
-	} else {
-		putSeqHdr(b, ep.rid, uint32(f.log.Next()), uint32(f.win.Delivered()), amEager)
-	}
-	putEagerHdr(b[seqHdr:], r.tag, ep.rid)
-	copy(b[seqHdr+eagerHdr:], r.buf)
-	ln := &ep.lanes[ep.amLane]
-	var err error
-	if n-8 <= ln.attr.AMMaxShort && ln.attr.Cap.Has(uct.CapAMShort) { // sendSeq, inline
-		err = ln.ep.AMShort(amSeq, ne.Uint64(b), b[8:])
-	} else {
-		_, err = ln.ep.AMBcopy(amSeq, b, nil)
-	}
-	if err == nil {
-		f.log.Commit()
-		f.win.TakeAck()
-	} else if err = ep.seqSent(err); err != nil {
+	if err := ep.seqTag(r.buf, r.tag); err != nil {
 		return err
 	}
 	ep.w.complete(r, nil)
