@@ -330,6 +330,12 @@ func (w *Worker) onSeq(arg any, data []byte, flags uct.AMFlags) {
 		w.unlockCB()
 		return
 	}
+	w.onSeqLocked(arg, ep, data, flags)
+}
+
+// onSeqLocked is onSeq for ep (nil: none) under the lock, which it
+// releases.
+func (w *Worker) onSeqLocked(arg any, ep *Endpoint, data []byte, flags uct.AMFlags) {
 	if ep == nil || ep.err != nil {
 		if ep == nil {
 			w.stats.ClosedDrops++

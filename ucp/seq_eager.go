@@ -18,47 +18,52 @@ const seqEagerHdr = seqHdr + eagerHdr
 // seqTag sends an eager tag message through the sequenced channel
 // (lock held): numbered, logged for replay and carrying the
 // acknowledgement of what this side delivered. Back-pressure
-// (uct.ErrNoResource) leaves nothing logged, as seqSend.
+// (uct.ErrNoResource) leaves nothing logged, as seqSend. The common case
+// (no failover in progress, a short message, room in the log) is written
+// out here; the rest takes seqTagSlow.
 func (ep *Endpoint) seqTag(buf []byte, tag uint64) error {
 	f := ep.fo
 	n := seqEagerHdr + len(buf)
-	var b []byte
-	if !f.fov.syncing && f.fov.resend == 0 {
-		// seqSlot's common case: no failover in progress. When the
-		// peer acknowledged every message logged (request and
-		// response) the log is emptied at no cost and the message
-		// takes the cell just freed, warm in the cache.
-		if f.ackIn == uint32(f.log.Next()-1) && f.log.Len() != 0 && ep.queue.empty() {
+	ln := &ep.lanes[ep.amLane]
+	if f.fov.syncing || f.fov.resend != 0 || n-8 > ln.attr.AMMaxShort || !ln.attr.Cap.Has(uct.CapAMShort) ||
+		!ep.queue.empty() {
+		return ep.seqTagSlow(buf, tag)
+	}
+	if f.log.Len() != 0 {
+		if f.ackIn == uint32(f.log.Next()-1) {
+			// the peer acknowledged every message logged (request and
+			// response): the log is emptied at no cost and the message
+			// takes the cell just freed, warm in the cache
 			f.log.AckAll()
 			f.asked = false
-		}
-		if f.log.Len() < seqAckLazy {
-			b = f.log.Slot(n)
+		} else if f.log.Len() >= seqAckLazy {
+			return ep.seqTagSlow(buf, tag)
 		}
 	}
-	if b == nil {
-		var err error
-		if b, err = ep.seqSlot(n, amEager); err != nil {
-			return err
-		}
-	} else {
-		putSeqHdr(b, ep.rid, uint32(f.log.Next()), uint32(f.win.Delivered()), amEager)
+	b := f.log.Slot(n)
+	if len(b) < seqEagerHdr {
+		return ep.seqTagSlow(buf, tag)
 	}
+	putSeqHdr(b, ep.rid, uint32(f.log.Next()), uint32(f.win.Delivered()), amEager)
 	putEagerHdr(b[seqHdr:], tag, ep.rid)
 	copy(b[seqEagerHdr:], buf)
-	ln := &ep.lanes[ep.amLane]
-	var err error
-	if n-8 <= ln.attr.AMMaxShort && ln.attr.Cap.Has(uct.CapAMShort) { // sendSeq, inline
-		err = ln.ep.AMShort(amSeq, ne.Uint64(b), b[8:])
-	} else {
-		_, err = ln.ep.AMBcopy(amSeq, b, nil)
-	}
-	if err != nil {
+	if err := ln.ep.AMShort(amSeq, ne.Uint64(b), b[8:]); err != nil {
 		return ep.seqSent(err)
 	}
 	f.log.Commit()
 	f.win.TakeAck()
 	return nil
+}
+
+// seqTagSlow is seqTag in any case (lock held).
+func (ep *Endpoint) seqTagSlow(buf []byte, tag uint64) error {
+	b, err := ep.seqSlot(seqEagerHdr+len(buf), amEager)
+	if err != nil {
+		return err
+	}
+	putEagerHdr(b[seqHdr:], tag, ep.rid)
+	copy(b[seqEagerHdr:], buf)
+	return ep.seqPost(b)
 }
 
 // onSeqEager receives the sequenced message data of ep, whose channel is
