@@ -130,7 +130,19 @@ func TestMsgLogModel(t *testing.T) {
 		switch op := rng.IntN(10); {
 		case op < 6: // send
 			n := 1 + rng.IntN(80)
-			b := l.Slot(n)
+			var b []byte
+			if rng.IntN(4) == 0 {
+				// the peer acknowledged everything before this one
+				if b = l.SlotAcked(n); b == nil {
+					l.AckAll()
+					if b = l.Slot(n); b == nil {
+						t.Fatalf("step %d: no slot after acknowledging all", step)
+					}
+				}
+				m.Ack(m.Next()-1, nil)
+			} else {
+				b = l.Slot(n)
+			}
 			if (b == nil) != (m.Len() == m.Limit()) {
 				t.Fatalf("step %d: slot %v with %d of %d held", step, b != nil, m.Len(), m.Limit())
 			}
@@ -181,8 +193,8 @@ func TestMsgLogModel(t *testing.T) {
 	}
 }
 
-// TestMsgLogAckAllOneCell: messages each acknowledged (AckAll) before
-// the next one all take the same cell, so request-response traffic keeps
+// TestMsgLogAckAllOneCell: messages each acknowledged (AckAll, or
+// SlotAcked for the next) before the next one all take the same cell, so request-response traffic keeps
 // one buffer warm; after a large message the next ones still read back
 // whole.
 func TestMsgLogAckAllOneCell(t *testing.T) {
@@ -195,7 +207,17 @@ func TestMsgLogAckAllOneCell(t *testing.T) {
 		if seq == 50 {
 			n = 500 // larger than keep: the next AckAll frees its buffer
 		}
-		b := l.Slot(n)
+		var b []byte
+		if seq%2 == 0 {
+			b = l.SlotAcked(n)
+			if (b == nil) != (n > cap(first)) {
+				t.Fatalf("message %d of %d bytes: SlotAcked gave %v", seq, n, b != nil)
+			}
+		}
+		if b == nil {
+			l.AckAll()
+			b = l.Slot(n)
+		}
 		if n == 40 && &b[0] != &first[0] {
 			t.Fatalf("message %d got another cell than the one just freed", seq)
 		}

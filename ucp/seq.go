@@ -50,19 +50,20 @@ const seqCell = 256
 // epSeq is the sequenced channel of one endpoint (lock held for all of
 // it).
 type epSeq struct {
-	log   failover.MsgLog             // whole amSeq messages, as sent, in reused cells
-	win   failover.RecvWindow[[]byte] // held: inner id + inner message (copies)
-	push  func(uint64, []byte)        // appends to ready, bound once
-	ready [][]byte                    // delivered in order by the current Accept
-	amMax int                         // largest AM payload of a sequenced message on every lane
+	// what every message reads, first: the fewest cache lines
+	log             failover.MsgLog             // whole amSeq messages, as sent, in reused cells
+	ackIn           uint32                      // the last acknowledgement that rode on a message, not taken yet (seqAckIn)
+	ackDue, wantDue bool                        // a lone ack could not go yet (wantDue: asking for one)
+	asked           bool                        // an ack was asked for and none came since
+	win             failover.RecvWindow[[]byte] // held: inner id + inner message (copies)
+	fov             foState                     // failover in progress (replay.go)
 
-	ackIn           uint32 // the last acknowledgement that rode on a message, not taken yet (seqAckIn)
-	ackDue, wantDue bool   // a lone ack could not go yet (wantDue: asking for one)
-	asked           bool   // an ack was asked for and none came since
+	push  func(uint64, []byte) // appends to ready, bound once
+	ready [][]byte             // delivered in order by the current Accept
+	amMax int                  // largest AM payload of a sequenced message on every lane
 
 	scratch [64]byte
 
-	fov    foState      // failover in progress (replay.go)
 	fenced []fencedXfer // writes that move once fov's sync is answered (fence.go)
 	atm    atomics      // atomic operations as active messages (atomic_am.go)
 }
@@ -161,8 +162,8 @@ func (ep *Endpoint) seqSlot(n int, id uint8) ([]byte, error) {
 	if f.fov.syncing || f.fov.resend != 0 {
 		return nil, uct.ErrNoResource // the replay goes first
 	}
-	if f.log.Len() >= seqAckLazy {
-		ep.w.seqAckIn(ep)
+	if f.log.Len() >= seqAckLazy || f.ackIn == uint32(f.log.Next()-1) && f.log.Len() != 0 {
+		ep.w.seqAckIn(ep) // many, or every one (request and response): seqTag
 	}
 	b := f.log.Slot(n)
 	if b == nil {
@@ -227,7 +228,12 @@ func (w *Worker) seqAckIn(ep *Endpoint) {
 func (w *Worker) seqTakeAck(ep *Endpoint, ack uint32) {
 	f := ep.fo
 	cum := failover.Unwrap32(f.log.Acked(), ack)
-	if cum <= f.log.Acked() || f.log.Ack(cum) != nil {
+	switch {
+	case cum <= f.log.Acked():
+		return
+	case cum == f.log.Next()-1:
+		f.log.AckAll() // the next message takes the cell just freed
+	case f.log.Ack(cum) != nil:
 		return
 	}
 	f.asked = false
@@ -316,25 +322,10 @@ func (w *Worker) seqAcked(ep *Endpoint, upto uint64) bool {
 	return false
 }
 
-// onSeq receives a sequenced message (inside iface Progress): an eager
-// tag message next in order takes onSeqEager; any other message takes
-// the acknowledgement, then hands the message and those it releases from
-// the window, in order, to their handlers, without the worker's lock.
-func (w *Worker) onSeq(arg any, data []byte, flags uct.AMFlags) {
-	if len(data) < seqHdr || data[12] != amEager && !seqInnerOK(data[12]) {
-		return
-	}
-	w.lockCB()
-	ep := w.epByID(le.Uint32(data))
-	if ep != nil && ep.fo != nil && w.onSeqEager(ep, data) {
-		w.unlockCB()
-		return
-	}
-	w.onSeqLocked(arg, ep, data, flags)
-}
-
 // onSeqLocked is onSeq for ep (nil: none) under the lock, which it
-// releases.
+// releases: it takes the acknowledgement, then hands the message and
+// those it releases from the window, in order, to their handlers,
+// without the worker's lock.
 func (w *Worker) onSeqLocked(arg any, ep *Endpoint, data []byte, flags uct.AMFlags) {
 	if ep == nil || ep.err != nil {
 		if ep == nil {

@@ -29,18 +29,16 @@ func (ep *Endpoint) seqTag(buf []byte, tag uint64) error {
 		!ep.queue.empty() {
 		return ep.seqTagSlow(buf, tag)
 	}
-	if f.log.Len() != 0 {
-		if f.ackIn == uint32(f.log.Next()-1) {
-			// the peer acknowledged every message logged (request and
-			// response): the log is emptied at no cost and the message
-			// takes the cell just freed, warm in the cache
-			f.log.AckAll()
-			f.asked = false
-		} else if f.log.Len() >= seqAckLazy {
-			return ep.seqTagSlow(buf, tag)
-		}
+	var b []byte
+	if f.ackIn == uint32(f.log.Next()-1) {
+		// the peer acknowledged every message logged (request and
+		// response): the log is emptied at no cost and the message
+		// takes the cell just freed, warm in the cache
+		b = f.log.SlotAcked(n)
+		f.asked = false
+	} else if f.log.Len() < seqAckLazy {
+		b = f.log.Slot(n)
 	}
-	b := f.log.Slot(n)
 	if len(b) < seqEagerHdr {
 		return ep.seqTagSlow(buf, tag)
 	}
@@ -66,13 +64,21 @@ func (ep *Endpoint) seqTagSlow(buf []byte, tag uint64) error {
 	return ep.seqPost(b)
 }
 
-// onSeqEager receives the sequenced message data of ep, whose channel is
-// on, when it is an eager tag message of ep next in order, on an
-// endpoint of one lane with nothing held and no send waiting (lock
-// held): it numbers it delivered, notes the acknowledgement it carries
-// and matches it. It reports false, having changed nothing, for any
-// other message, which onSeq then takes.
-func (w *Worker) onSeqEager(ep *Endpoint, data []byte) bool {
+// onSeq receives a sequenced message (inside iface Progress). An eager
+// tag message of ep next in order, on an endpoint of one lane with
+// nothing held and no send waiting, is numbered delivered, its
+// acknowledgement noted and matched here; any other message takes
+// onSeqLocked.
+func (w *Worker) onSeq(arg any, data []byte, flags uct.AMFlags) {
+	if len(data) < seqHdr || data[12] != amEager && !seqInnerOK(data[12]) {
+		return
+	}
+	w.lockCB()
+	ep := w.epByID(le.Uint32(data))
+	if ep == nil || ep.fo == nil {
+		w.onSeqLocked(arg, ep, data, flags)
+		return
+	}
 	f := ep.fo
 	next := f.win.Delivered() + 1
 	// the low 32 bits of the next number are the next number: the window
@@ -80,7 +86,8 @@ func (w *Worker) onSeqEager(ep *Endpoint, data []byte) bool {
 	if data[12] != amEager || len(data) < seqEagerHdr || le.Uint32(data[4:]) != uint32(next) ||
 		le.Uint32(data[seqHdr+8:]) != ep.id || ep.err != nil || len(ep.lanes) != 1 || !ep.queue.empty() ||
 		!f.win.InOrder(next) {
-		return false
+		w.onSeqLocked(arg, ep, data, flags)
+		return
 	}
 	ep.lanes[0].hd.got() // heardOn: a lane's messages come from its bound source
 	if a := le.Uint32(data[8:]); int32(a-f.ackIn) > 0 {
@@ -90,5 +97,5 @@ func (w *Worker) onSeqEager(ep *Endpoint, data []byte) bool {
 		w.seqAck(ep, false)
 	}
 	w.eagerArrive(ep, ne.Uint64(data[seqHdr:]), data[seqEagerHdr:])
-	return true
+	w.unlockCB()
 }
