@@ -37,9 +37,10 @@ const (
 	// messages are owed.
 	seqAckEvery = seqWindow / 4
 	// seqAckLazy: the peer's acknowledgements that ride on its messages
-	// are only noted; the log takes the last one when it holds this many
-	// messages (or is full, or a flush or a failover asks), so most
-	// messages neither free a log cell nor pay for a call.
+	// are only noted; the log takes the last one when it covers every
+	// message logged (MsgLog.SlotAcked and AckAll, which cost no loop),
+	// or when the log holds this many messages (or is full, or a flush or
+	// a failover asks), so taking them costs most messages no call.
 	seqAckLazy = 16
 )
 
