@@ -15,14 +15,20 @@ import "fmt"
 // Sequence numbers start at 1, as in SendLog. The ring has a power-of-two
 // number of cells and grows by doubling up to the limit.
 type MsgLog struct {
-	cells [][]byte // each cell's buffer, at its full capacity
-	lens  []int32  // each cell's message length
-	mask  int      // len(cells) - 1 (a power of two, at least 16)
-	head  int      // cell of the oldest unacknowledged message
-	n     int      // unacknowledged messages
-	first uint64   // sequence number of cells[head]
+	cells []msgCell
+	mask  int    // len(cells) - 1 (a power of two, at least 16)
+	head  int    // cell of the oldest unacknowledged message
+	n     int    // unacknowledged messages
+	first uint64 // sequence number of cells[head]
 	limit int
 	keep  int
+	big   int // cells whose buffer is larger than keep
+}
+
+// msgCell is a cell of a MsgLog.
+type msgCell struct {
+	b []byte // the buffer, at its full capacity
+	n int    // the message's length
 }
 
 // NewMsgLog makes a log that holds at most limit unacknowledged messages
@@ -51,11 +57,29 @@ func (l *MsgLog) Limit() int { return l.limit }
 // full. The message is not in the log until Commit: a Slot not committed
 // is taken again by the next Slot.
 func (l *MsgLog) Slot(n int) []byte {
-	if i := (l.head + l.n) & l.mask; l.n <= l.mask && n <= cap(l.cells[i]) {
-		l.lens[i] = int32(n) // a free cell with room: the common case
-		return l.cells[i][:n]
+	// a free cell with room: the common case, inlined
+	if c := &l.cells[(l.head+l.n)&l.mask]; l.n <= l.mask && n <= cap(c.b) {
+		c.n = n
+		return c.b[:n]
 	}
 	return l.slot(n)
+}
+
+// SlotAcked is AckAll then Slot, for a sender the peer has acknowledged
+// every message logged, in the common case only: when no cell holds a
+// large buffer and the cell the next message takes has room for n
+// bytes, it acknowledges every message and returns that cell's buffer;
+// otherwise it changes nothing and returns nil, and the caller takes
+// AckAll and Slot. It costs no call: request and response traffic
+// writes every message into the same cell, warm in the cache.
+func (l *MsgLog) SlotAcked(n int) []byte {
+	if c := &l.cells[l.head]; l.big == 0 && n <= cap(c.b) {
+		l.first += uint64(l.n)
+		l.n = 0
+		c.n = n
+		return c.b[:n]
+	}
+	return nil
 }
 
 // slot is Slot when the ring must grow or the cell needs a buffer.
@@ -66,13 +90,19 @@ func (l *MsgLog) slot(n int) []byte {
 	if l.n == len(l.cells) {
 		l.grow()
 	}
-	i := (l.head + l.n) & l.mask
-	if cap(l.cells[i]) < n {
+	c := &l.cells[(l.head+l.n)&l.mask]
+	if cap(c.b) < n {
+		if cap(c.b) > l.keep {
+			l.big--
+		}
 		b := make([]byte, max(n, l.keep))
-		l.cells[i] = b[:cap(b)]
+		c.b = b[:cap(b)]
+		if cap(c.b) > l.keep {
+			l.big++
+		}
 	}
-	l.lens[i] = int32(n)
-	return l.cells[i][:n]
+	c.n = n
+	return c.b[:n]
 }
 
 // Commit numbers the message written into the last Slot (which must
@@ -87,14 +117,13 @@ func (l *MsgLog) grow() {
 	for size < 2*len(l.cells) || size < l.n+1 {
 		size *= 2
 	}
-	nc, nl := make([][]byte, size), make([]int32, size)
+	nc := make([]msgCell, size)
 	for i := range l.cells {
 		// the unacknowledged ones first, in order, then the free cells
 		// with their buffers
-		j := (l.head + i) & (len(l.cells) - 1)
-		nc[i], nl[i] = l.cells[j], l.lens[j]
+		nc[i] = l.cells[(l.head+i)&(len(l.cells)-1)]
 	}
-	l.cells, l.lens, l.mask, l.head = nc, nl, size-1, 0
+	l.cells, l.mask, l.head = nc, size-1, 0
 }
 
 // Ack records a cumulative acknowledgement: the peer has delivered every
@@ -107,13 +136,28 @@ func (l *MsgLog) Ack(cum uint64) error {
 		return l.ahead(cum)
 	}
 	for ; l.first <= cum; l.first++ {
-		if cap(l.cells[l.head]) > l.keep {
-			l.cells[l.head] = nil
+		if c := &l.cells[l.head]; cap(c.b) > l.keep {
+			c.b = nil
+			l.big--
 		}
-		l.head = (l.head + 1) & (len(l.cells) - 1)
+		l.head = (l.head + 1) & l.mask
 		l.n--
 	}
 	return nil
+}
+
+// AckAll records the acknowledgement of every message committed, as
+// Ack(Next()-1). Unless a cell holds a buffer larger than keep, it costs
+// no loop, and the next message takes the cell of the oldest one it
+// freed: a sender whose every message is acknowledged before the next
+// (request and response) writes them all into one cell.
+func (l *MsgLog) AckAll() {
+	if l.big != 0 {
+		l.Ack(l.Next() - 1)
+		return
+	}
+	l.first += uint64(l.n)
+	l.n = 0
 }
 
 func (l *MsgLog) ahead(cum uint64) error {
@@ -127,6 +171,6 @@ func (l *MsgLog) Get(seq uint64) (b []byte, ok bool) {
 	if seq < l.first || seq >= l.Next() {
 		return nil, false
 	}
-	i := (l.head + int(seq-l.first)) & (len(l.cells) - 1)
-	return l.cells[i][:l.lens[i]], true
+	c := &l.cells[(l.head+int(seq-l.first))&l.mask]
+	return c.b[:c.n], true
 }

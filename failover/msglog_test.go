@@ -115,8 +115,8 @@ func TestMsgLogLimits(t *testing.T) {
 	if err := l.Ack(big); err != nil {
 		t.Fatal(err)
 	}
-	if l.cells[i] != nil {
-		t.Fatalf("a %d-byte buffer stayed in its cell (keep %d)", cap(l.cells[i]), l.keep)
+	if l.cells[i].b != nil || l.big != 0 {
+		t.Fatalf("a %d-byte buffer stayed in its cell (keep %d, %d large)", cap(l.cells[i].b), l.keep, l.big)
 	}
 }
 
@@ -130,7 +130,19 @@ func TestMsgLogModel(t *testing.T) {
 		switch op := rng.IntN(10); {
 		case op < 6: // send
 			n := 1 + rng.IntN(80)
-			b := l.Slot(n)
+			var b []byte
+			if rng.IntN(4) == 0 {
+				// the peer acknowledged everything before this one
+				if b = l.SlotAcked(n); b == nil {
+					l.AckAll()
+					if b = l.Slot(n); b == nil {
+						t.Fatalf("step %d: no slot after acknowledging all", step)
+					}
+				}
+				m.Ack(m.Next()-1, nil)
+			} else {
+				b = l.Slot(n)
+			}
 			if (b == nil) != (m.Len() == m.Limit()) {
 				t.Fatalf("step %d: slot %v with %d of %d held", step, b != nil, m.Len(), m.Limit())
 			}
@@ -148,12 +160,15 @@ func TestMsgLogModel(t *testing.T) {
 			if seq != want {
 				t.Fatalf("step %d: committed %d, model %d", step, seq, want)
 			}
-		case op < 9: // ack
+		case op < 8: // ack
 			cum := m.Acked() + uint64(rng.IntN(m.Len()+3)) - 1
 			e1, e2 := l.Ack(cum), m.Ack(cum, nil)
 			if (e1 == nil) != (e2 == nil) || e1 != nil && !errors.Is(e1, ErrAckAhead) {
 				t.Fatalf("step %d: ack %d: %v, model %v", step, cum, e1, e2)
 			}
+		case op < 9: // ack all
+			l.AckAll()
+			m.Ack(m.Next()-1, nil)
 		default: // replay what is held
 			for seq := m.Acked() + 1; seq < m.Next(); seq++ {
 				got, ok := l.Get(seq)
@@ -163,8 +178,65 @@ func TestMsgLogModel(t *testing.T) {
 				}
 			}
 		}
+		big := 0
+		for _, c := range l.cells {
+			if cap(c.b) > l.keep {
+				big++
+			}
+		}
+		if big != l.big {
+			t.Fatalf("step %d: %d cells hold large buffers, the log counts %d", step, big, l.big)
+		}
 		if l.Len() != m.Len() || l.Next() != m.Next() || l.Acked() != m.Acked() {
 			t.Fatalf("step %d: len %d next %d acked %d, model %d %d %d", step, l.Len(), l.Next(), l.Acked(), m.Len(), m.Next(), m.Acked())
 		}
+	}
+}
+
+// TestMsgLogAckAllOneCell: messages each acknowledged (AckAll, or
+// SlotAcked for the next) before the next one all take the same cell, so request-response traffic keeps
+// one buffer warm; after a large message the next ones still read back
+// whole.
+func TestMsgLogAckAllOneCell(t *testing.T) {
+	l := NewMsgLog(64, 64)
+	put(t, l, msgOf(1, 40))
+	l.AckAll()
+	first := l.Slot(40)
+	for seq := uint64(2); seq <= 100; seq++ {
+		n := 40
+		if seq == 50 {
+			n = 500 // larger than keep: the next AckAll frees its buffer
+		}
+		var b []byte
+		if seq%2 == 0 {
+			b = l.SlotAcked(n)
+			if (b == nil) != (n > cap(first)) {
+				t.Fatalf("message %d of %d bytes: SlotAcked gave %v", seq, n, b != nil)
+			}
+		}
+		if b == nil {
+			l.AckAll()
+			b = l.Slot(n)
+		}
+		if n == 40 && &b[0] != &first[0] {
+			t.Fatalf("message %d got another cell than the one just freed", seq)
+		}
+		copy(b, msgOf(seq, n))
+		if got := l.Commit(); got != seq {
+			t.Fatalf("message numbered %d, want %d", got, seq)
+		}
+		if got, ok := l.Get(seq); !ok || !bytes.Equal(got, msgOf(seq, n)) {
+			t.Fatalf("message %d reads %q, %v", seq, got, ok)
+		}
+		l.AckAll()
+		if l.Len() != 0 || l.Acked() != seq {
+			t.Fatalf("after AckAll of %d: %d held, acked %d", seq, l.Len(), l.Acked())
+		}
+		if seq == 50 {
+			first = l.Slot(40)
+		}
+	}
+	if l.big != 0 {
+		t.Fatalf("%d large buffers kept after their messages were acknowledged", l.big)
 	}
 }

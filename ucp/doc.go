@@ -217,9 +217,11 @@
 // keeps a copy of each message: eager payloads are copied (there is no
 // eager zero-copy), and the protocol limits are those of the smallest AM
 // fragment among the endpoint's lanes, so a logged message fits any
-// lane. Acknowledgements ride on traffic (the sender takes them when its
-// log holds 16 messages, or sends wait for room, or a flush or a failover
-// asks); a lone one goes when a quarter
+// lane. Acknowledgements ride on traffic (the sender takes them when one
+// covers every message of its log, as in request and response traffic,
+// whose messages then all use one cell of the log; when its log holds 16
+// messages; or when sends wait for room, or a flush or a failover asks);
+// a lone one goes when a quarter
 // of the window (1024 messages) is owed, when a flush or a full log asks
 // for one, and at every keepalive round. A sender with 1024 messages
 // unacknowledged waits, as for back-pressure. A flush completes only when

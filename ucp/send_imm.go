@@ -35,9 +35,7 @@ func (ep *Endpoint) tagSendNow(buf []byte, tag uint64) (tried bool, err error) {
 	}
 	switch {
 	case ep.fo != nil:
-		var h [eagerHdr]byte
-		putEagerHdr(h[:], tag, ep.rid)
-		return true, ep.seqSend(amEager, h[:], buf)
+		return true, ep.seqTag(buf, tag)
 	case n <= ep.shortMax:
 		return true, ep.tagShort(buf, tag)
 	}

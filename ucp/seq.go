@@ -37,9 +37,10 @@ const (
 	// messages are owed.
 	seqAckEvery = seqWindow / 4
 	// seqAckLazy: the peer's acknowledgements that ride on its messages
-	// are only noted; the log takes the last one when it holds this many
-	// messages (or is full, or a flush or a failover asks), so most
-	// messages neither free a log cell nor pay for a call.
+	// are only noted; the log takes the last one when it covers every
+	// message logged (MsgLog.SlotAcked and AckAll, which cost no loop),
+	// or when the log holds this many messages (or is full, or a flush or
+	// a failover asks), so taking them costs most messages no call.
 	seqAckLazy = 16
 )
 
@@ -50,19 +51,20 @@ const seqCell = 256
 // epSeq is the sequenced channel of one endpoint (lock held for all of
 // it).
 type epSeq struct {
-	log   failover.MsgLog             // whole amSeq messages, as sent, in reused cells
-	win   failover.RecvWindow[[]byte] // held: inner id + inner message (copies)
-	push  func(uint64, []byte)        // appends to ready, bound once
-	ready [][]byte                    // delivered in order by the current Accept
-	amMax int                         // largest AM payload of a sequenced message on every lane
+	// what every message reads, first: the fewest cache lines
+	log             failover.MsgLog             // whole amSeq messages, as sent, in reused cells
+	ackIn           uint32                      // the last acknowledgement that rode on a message, not taken yet (seqAckIn)
+	ackDue, wantDue bool                        // a lone ack could not go yet (wantDue: asking for one)
+	asked           bool                        // an ack was asked for and none came since
+	win             failover.RecvWindow[[]byte] // held: inner id + inner message (copies)
+	fov             foState                     // failover in progress (replay.go)
 
-	ackIn           uint32 // the last acknowledgement that rode on a message, not taken yet (seqAckIn)
-	ackDue, wantDue bool   // a lone ack could not go yet (wantDue: asking for one)
-	asked           bool   // an ack was asked for and none came since
+	push  func(uint64, []byte) // appends to ready, bound once
+	ready [][]byte             // delivered in order by the current Accept
+	amMax int                  // largest AM payload of a sequenced message on every lane
 
 	scratch [64]byte
 
-	fov    foState      // failover in progress (replay.go)
 	fenced []fencedXfer // writes that move once fov's sync is answered (fence.go)
 	atm    atomics      // atomic operations as active messages (atomic_am.go)
 }
@@ -161,8 +163,8 @@ func (ep *Endpoint) seqSlot(n int, id uint8) ([]byte, error) {
 	if f.fov.syncing || f.fov.resend != 0 {
 		return nil, uct.ErrNoResource // the replay goes first
 	}
-	if f.log.Len() >= seqAckLazy {
-		ep.w.seqAckIn(ep)
+	if f.log.Len() >= seqAckLazy || f.ackIn == uint32(f.log.Next()-1) && f.log.Len() != 0 {
+		ep.w.seqAckIn(ep) // many, or every one (request and response): seqTag
 	}
 	b := f.log.Slot(n)
 	if b == nil {
@@ -227,7 +229,12 @@ func (w *Worker) seqAckIn(ep *Endpoint) {
 func (w *Worker) seqTakeAck(ep *Endpoint, ack uint32) {
 	f := ep.fo
 	cum := failover.Unwrap32(f.log.Acked(), ack)
-	if cum <= f.log.Acked() || f.log.Ack(cum) != nil {
+	switch {
+	case cum <= f.log.Acked():
+		return
+	case cum == f.log.Next()-1:
+		f.log.AckAll() // the next message takes the cell just freed
+	case f.log.Ack(cum) != nil:
 		return
 	}
 	f.asked = false
@@ -316,15 +323,11 @@ func (w *Worker) seqAcked(ep *Endpoint, upto uint64) bool {
 	return false
 }
 
-// onSeq receives a sequenced message (inside iface Progress): it takes
-// the acknowledgement, then hands the message and those it releases from
-// the window, in order, to their handlers, without the worker's lock.
-func (w *Worker) onSeq(arg any, data []byte, flags uct.AMFlags) {
-	if !seqOK(data) {
-		return
-	}
-	w.lockCB()
-	ep := w.epByID(le.Uint32(data))
+// onSeqLocked is onSeq for ep (nil: none) under the lock, which it
+// releases: it takes the acknowledgement, then hands the message and
+// those it releases from the window, in order, to their handlers,
+// without the worker's lock.
+func (w *Worker) onSeqLocked(arg any, ep *Endpoint, data []byte, flags uct.AMFlags) {
 	if ep == nil || ep.err != nil {
 		if ep == nil {
 			w.stats.ClosedDrops++
@@ -339,11 +342,7 @@ func (w *Worker) onSeq(arg any, data []byte, flags uct.AMFlags) {
 		ep.seqStart()
 	}
 	f := ep.fo
-	if len(ep.lanes) == 1 { // heardOn, inline
-		ep.lanes[0].hd.got()
-	} else {
-		ep.heardOnLanes(arg)
-	}
+	ep.heardOn(arg)
 	if a := le.Uint32(data[8:]); int32(a-f.ackIn) > 0 {
 		f.ackIn = a // the newest (messages on two lanes may cross)
 	}
@@ -354,7 +353,7 @@ func (w *Worker) onSeq(arg any, data []byte, flags uct.AMFlags) {
 	seq := failover.Unwrap32(next-1, le.Uint32(data[4:]))
 	v := data[seqHdr-1:] // inner id + inner message
 	if f.win.InOrder(seq) {
-		// the common case: next in order, nothing held
+		// next in order, nothing held
 		if f.win.Owed() >= seqAckEvery {
 			w.seqAck(ep, false)
 		}
@@ -458,37 +457,11 @@ func (ep *Endpoint) ctlSend(id uint8, b []byte) error {
 	return err
 }
 
-// sendTagSeq sends an eager tag message (short, bcopy or zcopy by size)
-// through the sequenced channel: its payload is copied into the log, so
-// it completes once sent (lock held).
+// sendTagSeq sends an eager tag message of a request through the
+// sequenced channel (seqTag): its payload is copied into the log, so it
+// completes once sent (lock held).
 func (ep *Endpoint) sendTagSeq(r *Request) error {
-	f := ep.fo
-	n := seqHdr + eagerHdr + len(r.buf)
-	var b []byte
-	if !f.fov.syncing && f.fov.resend == 0 && f.log.Len() < seqAckLazy {
-		b = f.log.Slot(n) // seqSlot's common case, inline
-	}
-	if b == nil {
-		var err error
-		if b, err = ep.seqSlot(n, amEager); err != nil {
-			return err
-		}
-	} else {
-		putSeqHdr(b, ep.rid, uint32(f.log.Next()), uint32(f.win.Delivered()), amEager)
-	}
-	putEagerHdr(b[seqHdr:], r.tag, ep.rid)
-	copy(b[seqHdr+eagerHdr:], r.buf)
-	ln := &ep.lanes[ep.amLane]
-	var err error
-	if n-8 <= ln.attr.AMMaxShort && ln.attr.Cap.Has(uct.CapAMShort) { // sendSeq, inline
-		err = ln.ep.AMShort(amSeq, ne.Uint64(b), b[8:])
-	} else {
-		_, err = ln.ep.AMBcopy(amSeq, b, nil)
-	}
-	if err == nil {
-		f.log.Commit()
-		f.win.TakeAck()
-	} else if err = ep.seqSent(err); err != nil {
+	if err := ep.seqTag(r.buf, r.tag); err != nil {
 		return err
 	}
 	ep.w.complete(r, nil)
