@@ -110,7 +110,7 @@
 // congestion control below it (a UDP socket, perhaps a rate-limited link
 // with a short queue), the window adapts as TCP's congestion window does
 // (cwnd.go): it starts at 512 PSNs, doubles per round trip up to 2048
-// (8 MiB at a 4096-byte MTU, what the default 8 MiB socket buffer holds),
+// (8 MiB at a 4096-byte MTU, the size of the default socket buffer),
 // grows additively past a threshold, drops to 32 on a local ACK timeout
 // and halves when the responder reports a gap (sequence NAK, implied NAK,
 // a missing READ response). A READ's responses arrive at once, so a READ
