@@ -93,7 +93,7 @@ func family(src, dst netip.AddrPort) (s, d netip.Addr, v4, ok bool) {
 // or an IPv6 packet (id and df unused).
 func icrc(udp []byte, src, dst netip.AddrPort, id uint16, df bool) uint32 {
 	c := icrcPrefix(udp, len(udp), src, dst, id, df)
-	return crc32.Update(c, crc32.IEEETable, udp[BTHLen:len(udp)-ICRCLen])
+	return crcUpdate(c, udp[BTHLen:len(udp)-ICRCLen])
 }
 
 // icrcPrefix returns the CRC (in crc32.Update's convention, ready to be

@@ -169,7 +169,7 @@ func AppendTrailerIPID(b, hdr, payload []byte, src, dst netip.AddrPort, id uint1
 	n := len(hdr) + len(payload) + pad + ICRCLen
 	c := icrcPrefix(hdr, n, src, dst, id, true)
 	c = crc32.Update(c, crc32.IEEETable, hdr[BTHLen:])
-	c = crc32.Update(c, crc32.IEEETable, payload)
+	c = crcUpdate(c, payload)
 	c = crc32.Update(c, crc32.IEEETable, zeroPad[:pad])
 	b = append(b, zeroPad[:pad]...)
 	return binary.LittleEndian.AppendUint32(b, c)

@@ -80,7 +80,12 @@ func BenchmarkPutBandwidth(b *testing.B) {
 	p := startPeerRole(b, 5*time.Second, "pinned")
 	defer pinSelf()()
 	iov := [][]byte{pattern(mib, 1)}
+	before := p.md.dev.Counters()
 	window(b, p, func(c *uct.Completion) error { return p.ep.PutZcopy(iov, p.memAddr, p.rkey, c) })
+	c := p.md.dev.Counters()
+	b.ReportMetric(float64(c.Retransmits-before.Retransmits)/float64(b.N), "retransmits/op")
+	b.ReportMetric(float64(c.Timeouts-before.Timeouts)/float64(b.N), "timeouts/op")
+	b.ReportMetric(float64(c.TxCalls-before.TxCalls)/float64(b.N), "sendmmsg/op")
 	p.quit()
 }
 

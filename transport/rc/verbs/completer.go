@@ -107,6 +107,7 @@ func (qp *QP) handleAETH(p *roce.Packet) {
 				return
 			}
 			r.retryLeft--
+			r.win.gap()
 			qp.goBack(psn)
 		case roce.NAKRemoteAccessError:
 			qp.failHead(WCRemAccessErr, uint32(a.Syndrome))
@@ -148,6 +149,7 @@ func (qp *QP) ackThrough(psn uint32) {
 	if roce.PSNDiff(psn, r.comp) < 0 {
 		return
 	}
+	from := r.comp
 	progressed := false
 	for r.head != r.tail {
 		w := r.at(r.head)
@@ -163,6 +165,7 @@ func (qp *QP) ackThrough(psn uint32) {
 						return
 					}
 					r.retryLeft--
+					r.win.gap()
 					qp.goBack(r.comp)
 				}
 				break
@@ -183,6 +186,7 @@ func (qp *QP) ackThrough(psn uint32) {
 		}
 	}
 	if progressed {
+		r.win.grow(roce.PSNDiff(r.comp, from))
 		r.retryLeft = r.retryCnt
 		r.rnrLeft = r.rnrRetry
 		r.recovering = false
@@ -227,6 +231,7 @@ func (qp *QP) handleReadResponse(p *roce.Packet) {
 			}
 			r.retryLeft--
 			qp.d.ctr.ReadRetries++
+			r.win.gap()
 			qp.goBack(r.comp)
 		}
 		return
@@ -254,6 +259,7 @@ func (qp *QP) handleReadResponse(p *roce.Packet) {
 	}
 	scatter(w.segs, off, p.Payload)
 	w.got = off + n
+	r.win.grow(roce.PSNDiff(roce.PSNAdd(psn, 1), r.comp))
 	r.comp = roce.PSNAdd(psn, 1)
 	r.retryLeft = r.retryCnt
 	r.recovering = false
@@ -273,6 +279,7 @@ func (qp *QP) handleAtomicAck(p *roce.Packet) {
 				return
 			}
 			r.retryLeft--
+			r.win.gap()
 			qp.goBack(r.comp)
 		}
 		return
@@ -289,6 +296,7 @@ func (qp *QP) handleAtomicAck(p *roce.Packet) {
 	var b [8]byte
 	binary.NativeEndian.PutUint64(b[:], p.AtomicAck)
 	scatter(w.segs, 0, b[:])
+	r.win.grow(roce.PSNDiff(roce.PSNAdd(psn, 1), r.comp))
 	r.comp = roce.PSNAdd(psn, 1)
 	r.retryLeft = r.retryCnt
 	r.recovering = false
@@ -319,6 +327,7 @@ func (qp *QP) timerLocked(now int64) {
 		}
 		r.retryLeft--
 		r.recovering = false
+		r.win.timedOut()
 		qp.goBack(r.comp)
 		r.deadline = now + r.timeout
 	}

@@ -8,8 +8,6 @@ import (
 )
 
 const (
-	// maxInflight is the most PSNs a requester has outstanding.
-	maxInflight = 512
 	// ackEvery: every ackEvery-th packet of a long message asks for an
 	// ACK (besides the last one), so the window keeps moving.
 	ackEvery = 32
@@ -65,6 +63,7 @@ type requester struct {
 	deadline   int64 // local ACK timer; 0 = not armed
 	rnrUntil   int64 // RNR wait; 0 = not waiting
 	recovering bool  // a go-back-N restart is under way
+	win        cwnd  // PSNs allowed outstanding (cwnd.go)
 }
 
 func (r *requester) init(c QPCap) { r.sq = make([]sendWQE, c.MaxSendWR) }
@@ -97,6 +96,7 @@ func (r *requester) start(psn uint32) {
 	r.sent, r.sinceAck = 0, 0
 	r.deadline, r.rnrUntil = 0, 0
 	r.recovering = false
+	r.win.reset()
 }
 
 func (r *requester) reset() {
@@ -280,11 +280,11 @@ func (qp *QP) sendLocked() {
 		return
 	}
 	for r.next != r.tail && budget > 0 {
-		if roce.PSNDiff(r.psn, r.comp) >= maxInflight {
+		if roce.PSNDiff(r.psn, r.comp) >= r.win.size {
 			break
 		}
 		w := r.at(r.next)
-		if w.wr.Opcode.isRead() && r.comp != r.psn && roce.PSNDiff(r.psn, r.comp)+int32(qp.readPkts(w)) > maxInflight {
+		if w.wr.Opcode.isRead() && r.comp != r.psn && roce.PSNDiff(r.psn, r.comp)+int32(qp.readPkts(w)) > r.win.size {
 			// A READ's responses all come at once: keep them within the
 			// window too, or a burst overflows the receive buffer and
 			// loses its tail, which only the ACK timer recovers.
@@ -305,6 +305,11 @@ func (qp *QP) sendLocked() {
 			}
 		}
 		budget -= qp.emitRequest(w, budget)
+	}
+	if budget <= 0 && r.next != r.tail && roce.PSNDiff(r.psn, r.comp) < r.win.size {
+		// Out of budget with the window still open: the rest on the next
+		// pass, not only once an ACK arrives.
+		d.markReady(qp)
 	}
 	if r.comp != r.psn && r.deadline == 0 && r.timeout != 0 {
 		r.deadline = d.now() + r.timeout
@@ -391,7 +396,7 @@ func (qp *QP) emitRequest(w *sendWQE, budget int) int {
 		return 1
 	}
 	k := 0
-	for k < budget && r.sent < w.npkts && roce.PSNDiff(r.psn, r.comp) < maxInflight {
+	for k < budget && r.sent < w.npkts && roce.PSNDiff(r.psn, r.comp) < r.win.size {
 		i := r.sent
 		last := i == w.npkts-1
 		stable := qp.dataPacket(w, i, p)
@@ -400,7 +405,7 @@ func (qp *QP) emitRequest(w *sendWQE, budget int) int {
 		}
 		p.BTH.PSN = r.psn
 		r.sinceAck++
-		if last || r.sinceAck >= ackEvery || roce.PSNDiff(r.psn, r.comp) == maxInflight-1 {
+		if last || r.sinceAck >= ackEvery || roce.PSNDiff(r.psn, r.comp) >= r.win.size-1 {
 			p.BTH.AckReq = true
 			r.sinceAck = 0
 		}

@@ -1,0 +1,101 @@
+#include "textflag.h"
+
+// Folding constants of the reflected CRC-32 (IEEE) for VPCLMULQDQ: per
+// 128-bit lane, the low quadword multiplies the lane's low half and the
+// high quadword its high half. k<d>: fold a lane forward by d bits,
+// bit-reflected x^(d+32) mod P and x^(d-32) mod P, shifted left by one.
+DATA k1024<>+0(SB)/8, $0x1e88ef372
+DATA k1024<>+8(SB)/8, $0x14a7fe880
+GLOBL k1024<>(SB), RODATA, $16
+DATA k512<>+0(SB)/8, $0x154442bd4
+DATA k512<>+8(SB)/8, $0x1c6e41596
+GLOBL k512<>(SB), RODATA, $16
+DATA k128<>+0(SB)/8, $0x1751997d0
+DATA k128<>+8(SB)/8, $0x0ccaa009e
+GLOBL k128<>(SB), RODATA, $16
+
+// func foldAVX2(s uint32, p []byte, out *[16]byte)
+// len(p) must be a multiple of 128, at least 128. It folds the raw CRC
+// state s and p into 16 bytes whose raw CRC from state 0 equals raw(s, p).
+TEXT ·foldAVX2(SB), NOSPLIT, $0-40
+	MOVL s+0(FP), AX
+	MOVQ p_base+8(FP), SI
+	MOVQ p_len+16(FP), CX
+	MOVQ out+32(FP), DI
+
+	VMOVDQU (SI), Y1
+	VMOVDQU 32(SI), Y2
+	VMOVDQU 64(SI), Y3
+	VMOVDQU 96(SI), Y4
+	VMOVD   AX, X5
+	VPXOR   Y5, Y1, Y1
+	ADDQ    $128, SI
+	SUBQ    $128, CX
+
+	VBROADCASTI128 k1024<>(SB), Y0
+
+loop:
+	CMPQ CX, $128
+	JB   fold512
+	VPCLMULQDQ $0x11, Y0, Y1, Y5
+	VPCLMULQDQ $0x00, Y0, Y1, Y1
+	VPCLMULQDQ $0x11, Y0, Y2, Y6
+	VPCLMULQDQ $0x00, Y0, Y2, Y2
+	VPCLMULQDQ $0x11, Y0, Y3, Y7
+	VPCLMULQDQ $0x00, Y0, Y3, Y3
+	VPCLMULQDQ $0x11, Y0, Y4, Y8
+	VPCLMULQDQ $0x00, Y0, Y4, Y4
+	VPXOR      (SI), Y5, Y5
+	VPXOR      32(SI), Y6, Y6
+	VPXOR      64(SI), Y7, Y7
+	VPXOR      96(SI), Y8, Y8
+	VPXOR      Y5, Y1, Y1
+	VPXOR      Y6, Y2, Y2
+	VPXOR      Y7, Y3, Y3
+	VPXOR      Y8, Y4, Y4
+	ADDQ       $128, SI
+	SUBQ       $128, CX
+	JMP        loop
+
+fold512:
+	// 128 bytes to 64: Y1 onto Y3, Y2 onto Y4.
+	VBROADCASTI128 k512<>(SB), Y0
+	VPCLMULQDQ $0x11, Y0, Y1, Y5
+	VPCLMULQDQ $0x00, Y0, Y1, Y1
+	VPCLMULQDQ $0x11, Y0, Y2, Y6
+	VPCLMULQDQ $0x00, Y0, Y2, Y2
+	VPXOR      Y5, Y1, Y1
+	VPXOR      Y6, Y2, Y2
+	VPXOR      Y3, Y1, Y1
+	VPXOR      Y4, Y2, Y2
+
+	// 64 bytes (lanes X1, hi Y1, X2, hi Y2) to 16.
+	VEXTRACTI128 $1, Y1, X3
+	VEXTRACTI128 $1, Y2, X4
+	VMOVDQU      k128<>(SB), X0
+	VPCLMULQDQ   $0x11, X0, X1, X5
+	VPCLMULQDQ   $0x00, X0, X1, X1
+	VPXOR        X5, X1, X1
+	VPXOR        X3, X1, X1
+	VPCLMULQDQ   $0x11, X0, X1, X5
+	VPCLMULQDQ   $0x00, X0, X1, X1
+	VPXOR        X5, X1, X1
+	VPXOR        X2, X1, X1
+	VPCLMULQDQ   $0x11, X0, X1, X5
+	VPCLMULQDQ   $0x00, X0, X1, X1
+	VPXOR        X5, X1, X1
+	VPXOR        X4, X1, X1
+	VMOVDQU      X1, (DI)
+	VZEROUPPER
+	RET
+
+// func cpuid(leaf, sub uint32) (a, b, c, d uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL leaf+0(FP), AX
+	MOVL sub+4(FP), CX
+	CPUID
+	MOVL AX, a+8(FP)
+	MOVL BX, b+12(FP)
+	MOVL CX, c+16(FP)
+	MOVL DX, d+20(FP)
+	RET

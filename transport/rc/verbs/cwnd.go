@@ -1,0 +1,67 @@
+package verbs
+
+// The requester's window: how many PSNs it has outstanding at most. It
+// adapts the way TCP's congestion window does, because nothing else
+// stands between a requester and a slow or congested path (a
+// rate-limited link's queue, a peer's socket buffer): a loss is the
+// only signal there is.
+//
+//   - A QP starts at initWindow PSNs with its threshold at maxWindow.
+//   - Below the threshold the window grows by every PSN acknowledged
+//     (a READ response or an atomic ACK counts for its PSN), so it
+//     doubles each round trip; above it, by ackEvery PSNs per window
+//     acknowledged.
+//   - A local ACK timeout sets the threshold to half the window and the
+//     window to minWindow; a sequence NAK, an implied NAK or a missing
+//     READ response (the peer saw a gap) sets both to half the window.
+//     A restart already under way does not shrink it again, and an RNR
+//     NAK (the peer had no receive posted) does not shrink it at all.
+//
+// A long transfer over a fast path (loopback, a quiet link) then keeps
+// up to maxWindow PSNs (8 MiB at a 4096-byte MTU) in flight, so the
+// sender is not idle while the receiver catches up, and a path that
+// drops settles at what its queue holds.
+const (
+	initWindow = 512
+	minWindow  = 32
+	maxWindow  = 2048
+)
+
+// cwnd is a requester's window state.
+type cwnd struct {
+	size   int32 // PSNs allowed outstanding
+	thresh int32 // growth turns additive at this size
+	acked  int32 // PSNs acknowledged since the last additive step
+}
+
+func (c *cwnd) reset() { *c = cwnd{size: initWindow, thresh: maxWindow} }
+
+// grow accounts for k PSNs newly acknowledged.
+func (c *cwnd) grow(k int32) {
+	if k <= 0 || c.size >= maxWindow {
+		return
+	}
+	if c.size < c.thresh {
+		c.size = min(c.size+k, c.thresh)
+		return
+	}
+	c.acked += k
+	if c.acked >= c.size {
+		c.acked -= c.size
+		c.size = min(c.size+ackEvery, maxWindow)
+	}
+}
+
+// timedOut shrinks the window after a local ACK timeout.
+func (c *cwnd) timedOut() {
+	c.thresh = max(c.size/2, minWindow)
+	c.size = minWindow
+	c.acked = 0
+}
+
+// gap shrinks the window after the peer reported a gap.
+func (c *cwnd) gap() {
+	c.thresh = max(c.size/2, minWindow)
+	c.size = c.thresh
+	c.acked = 0
+}

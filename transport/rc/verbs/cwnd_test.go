@@ -1,0 +1,120 @@
+package verbs
+
+import (
+	"testing"
+	"time"
+)
+
+func TestCwndArithmetic(t *testing.T) {
+	var c cwnd
+	c.reset()
+	if c.size != initWindow || c.thresh != maxWindow {
+		t.Fatalf("fresh window %+v, want size %d threshold %d", c, initWindow, maxWindow)
+	}
+	// Slow start: every PSN acknowledged adds one, up to the threshold.
+	c.grow(100)
+	if c.size != initWindow+100 {
+		t.Fatalf("after 100 PSNs acknowledged: size %d, want %d", c.size, initWindow+100)
+	}
+	c.grow(1 << 20)
+	if c.size != maxWindow {
+		t.Fatalf("window grew to %d, want the cap %d", c.size, maxWindow)
+	}
+	c.timedOut()
+	if c.size != minWindow || c.thresh != maxWindow/2 {
+		t.Fatalf("after a timeout %+v, want size %d threshold %d", c, minWindow, maxWindow/2)
+	}
+	c.grow(maxWindow)
+	if c.size != maxWindow/2 {
+		t.Fatalf("slow start past the threshold: size %d, want %d", c.size, maxWindow/2)
+	}
+	// Additive: ackEvery more per window acknowledged.
+	c.grow(c.size - 1)
+	if c.size != maxWindow/2 {
+		t.Fatalf("additive step before a window was acknowledged: size %d", c.size)
+	}
+	c.grow(1)
+	if c.size != maxWindow/2+ackEvery {
+		t.Fatalf("additive step: size %d, want %d", c.size, maxWindow/2+ackEvery)
+	}
+	c.gap()
+	if want := int32((maxWindow/2 + ackEvery) / 2); c.size != want || c.thresh != want {
+		t.Fatalf("after a gap %+v, want size and threshold %d", c, want)
+	}
+	for i := 0; i < 20; i++ {
+		c.gap()
+		c.timedOut()
+	}
+	if c.size != minWindow || c.thresh != minWindow {
+		t.Fatalf("after many losses %+v, want size and threshold %d", c, minWindow)
+	}
+}
+
+// windowRig is a pair on a 4096-byte MTU whose engines only the test
+// runs, with a 16.8 ms local ACK timeout.
+func windowRig(t *testing.T) (a, b *end) {
+	return pair(t, rigOpts{bufSize: 16 << 20, mtu: MTU4096, noWatchdog: true, timeout: 12})
+}
+
+// sentWhileDeaf posts an n-byte WRITE from a to b and runs only a's
+// engine: the packets a sends before it waits for an ACK are its window.
+func sentWhileDeaf(t *testing.T, a, b *end, n int) uint64 {
+	t.Helper()
+	before := a.d.Counters().TxPackets
+	wr := SendWR{ID: 1, Opcode: WRRDMAWrite, Flags: SendSignaled, SG: []SGE{a.mr.SGE(0, n)},
+		RemoteAddr: b.mr.Addr() + uint64(n), RKey: b.mr.RKey()}
+	if _, err := a.qp.PostSend(wr); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		a.d.Progress()
+	}
+	return a.d.Counters().TxPackets - before
+}
+
+// TestWindowGrowsWithoutLoss: after a loss-free transfer the requester
+// keeps more than its initial window in flight.
+func TestWindowGrowsWithoutLoss(t *testing.T) {
+	a, b := windowRig(t)
+	const n = 8 << 20
+	fill(a.buf[:n], 7)
+	if got := sentWhileDeaf(t, a, b, n); got != initWindow {
+		t.Fatalf("a fresh QP sent %d packets before its first ACK, want its initial window %d", got, initWindow)
+	}
+	checkWC(t, poll(t, a.cq, 1, a.d, b.d)[0], 1, WCSuccess, WCRDMAWrite)
+	sameBytes(t, "first write", b.buf[n:2*n], a.buf[:n])
+	timeouts := a.d.Counters().Timeouts
+	got := sentWhileDeaf(t, a, b, n)
+	if a.d.Counters().Timeouts == timeouts && got <= initWindow {
+		t.Fatalf("after %d packets acknowledged without loss the QP sent %d packets before an ACK, want more than %d",
+			n/4096, got, initWindow)
+	}
+	checkWC(t, poll(t, a.cq, 1, a.d, b.d)[0], 1, WCSuccess, WCRDMAWrite)
+	sameBytes(t, "second write", b.buf[n:2*n], a.buf[:n])
+}
+
+// TestWindowShrinksOnTimeout: a local ACK timeout restarts with the
+// smallest window, not with everything outstanding, so a path whose
+// queue overflowed is not flooded again.
+func TestWindowShrinksOnTimeout(t *testing.T) {
+	a, b := windowRig(t)
+	const n = 4 << 20
+	fill(a.buf[:n], 8)
+	first := sentWhileDeaf(t, a, b, n)
+	c0 := a.d.Counters()
+	deadline := time.Now().Add(testTimeout)
+	for a.d.Counters().Timeouts == c0.Timeouts {
+		if time.Now().After(deadline) {
+			t.Fatal("no local ACK timeout")
+		}
+		a.d.Progress()
+	}
+	c1 := a.d.Counters()
+	timeouts := c1.Timeouts - c0.Timeouts
+	if sent := c1.TxPackets - c0.TxPackets; sent != timeouts*minWindow {
+		t.Fatalf("after %d timeouts the QP sent %d packets again (of %d outstanding), want %d per timeout",
+			timeouts, sent, first, minWindow)
+	}
+	checkWC(t, poll(t, a.cq, 1, a.d, b.d)[0], 1, WCSuccess, WCRDMAWrite)
+	sameBytes(t, "write", b.buf[n:2*n], a.buf[:n])
+}
