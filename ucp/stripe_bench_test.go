@@ -59,8 +59,10 @@ func init() {
 // striped over one rail (MaxRndvRails 1) or two. Unlimited, the CPU
 // limits a rail; rate-limited (tc, each veth end to UCGO_UCP_RAILS_MBIT,
 // default 400 Mbit/s) the rails stand in for NICs of a fixed speed.
-// Besides MB/s it reports this side's rc retransmits, drops and timeouts
-// (local ACK timeouts and READ retries) per operation. On a shared
+// Besides MB/s it reports this side's rc retransmits, drops, timeouts
+// (local ACK timeouts and READ retries) and engine passes run by the
+// devices' background goroutines (wdruns: the owner had left a device
+// alone for a watchdog interval) per operation. On a shared
 // machine compare one rail and two in alternating runs (go test -count
 // repeats each sub-benchmark back to back), for example:
 //
@@ -114,6 +116,7 @@ func benchRails(b *testing.B, op string, mbit, rails int) {
 	after := rcCounters(nd.ctx)
 	b.ReportMetric(float64(after.Retransmits-before.Retransmits)/float64(b.N), "retx/op")
 	b.ReportMetric(float64(after.RxDropped+after.TxDropped-before.RxDropped-before.TxDropped)/float64(b.N), "drops/op")
+	b.ReportMetric(float64(after.WatchdogRuns-before.WatchdogRuns)/float64(b.N), "wdruns/op")
 	b.ReportMetric(float64(after.Timeouts-before.Timeouts+after.ReadRetries-before.ReadRetries)/float64(b.N), "timeouts/op")
 }
 
@@ -131,6 +134,7 @@ func rcCounters(c *Context) verbs.Counters {
 		sum.TxDropped += k.TxDropped
 		sum.Timeouts += k.Timeouts
 		sum.ReadRetries += k.ReadRetries
+		sum.WatchdogRuns += k.WatchdogRuns
 	}
 	return sum
 }

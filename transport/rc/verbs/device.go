@@ -136,6 +136,7 @@ type Counters struct {
 	RNRNAKsRcvd    uint64
 	DuplicatesRcvd uint64
 	RxCoalesced    uint64 // datagrams that carried several packets (UDP GRO)
+	WatchdogRuns   uint64 // engine passes the background goroutine ran
 }
 
 // Device is an open RoCEv2 device: one UDP socket on one local address and

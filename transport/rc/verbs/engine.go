@@ -378,6 +378,7 @@ func (d *Device) background() {
 			d.mu.Unlock()
 			return
 		}
+		d.ctr.WatchdogRuns++
 		d.progressLocked()
 		seen = d.lastProg.Load()
 		// Wake for packets, for the next engine timer, and at the latest

@@ -8,7 +8,8 @@ import (
 )
 
 // TestWatchdogProgresses: b's owner never runs the engine, so only b's
-// watchdog receives a's WRITE and ACKs it, and a's WRITE completes.
+// watchdog receives a's WRITE and ACKs it, and a's WRITE completes; b's
+// counters count the watchdog's passes.
 func TestWatchdogProgresses(t *testing.T) {
 	a, b := pair(t, rigOpts{})
 	fill(a.buf[:4096], 3)
@@ -21,6 +22,9 @@ func TestWatchdogProgresses(t *testing.T) {
 		checkWC(t, poll(t, a.cq, 1, a.d)[0], uint64(i), WCSuccess, WCRDMAWrite)
 		b.d.Counters() // the engine mutex orders the watchdog's copy before the check
 		sameBytes(t, "written", b.buf[i*4096:(i+1)*4096], a.buf[:4096])
+	}
+	if n := b.d.Counters().WatchdogRuns; n == 0 {
+		t.Fatal("b's engine ran, but its counters show no pass of the watchdog")
 	}
 }
 
