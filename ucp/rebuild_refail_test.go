@@ -13,23 +13,22 @@ import (
 // traffic goes on over rc, and no endpoint sends on a lane it closed.
 func TestRebuildLaneFailsAgain(t *testing.T) {
 	p := newSyncPair(t)
-	all := p.ws[:]
 	if err := p.dev.SetDeviceStatus(uct.DeviceRDMADisabled); err != nil {
 		t.Fatal(err)
 	}
-	spinAll(t, "both sides failed over to rc", all, nil, func() bool {
+	p.wait(t, "both sides failed over to rc", func() bool {
 		return p.count(0, failover.FailedOver) > 0 && p.count(1, failover.FailedOver) > 0 && p.on("rc") &&
 			!p.syncing(0) && !p.syncing(1)
 	})
 	if err := p.dev.SetDeviceStatus(uct.DeviceUp); err != nil {
 		t.Fatal(err)
 	}
-	spinAll(t, "worker 0's shm lane rebuilt", all, nil, func() bool { return p.count(0, failover.Restored) > 0 })
+	p.wait(t, "worker 0's shm lane rebuilt", func() bool { return p.count(0, failover.Restored) > 0 })
 	if err := p.dev.SetDeviceStatus(uct.DeviceRDMADisabled); err != nil {
 		t.Fatal(err)
 	}
 	p.stream(t, 10, 50)
-	spinAll(t, "both sides on rc", all, nil, func() bool { return p.on("rc") && !p.syncing(0) && !p.syncing(1) })
+	p.wait(t, "both sides on rc", func() bool { return p.on("rc") && !p.syncing(0) && !p.syncing(1) })
 	p.stream(t, 20, 5)
 	for i, ep := range []*Endpoint{p.ab, p.ba} {
 		p.ws[i].lock()

@@ -23,11 +23,10 @@ import (
 // message once and in order.
 func TestSyncLostFailBack(t *testing.T) {
 	p := newSyncPair(t)
-	all := p.ws[:]
 	if err := p.dev.SetDeviceStatus(uct.DeviceRDMADisabled); err != nil {
 		t.Fatal(err)
 	}
-	spinAll(t, "both sides failed over to rc", all, nil, func() bool {
+	p.wait(t, "both sides failed over to rc", func() bool {
 		return p.count(0, failover.FailedOver) > 0 && p.count(1, failover.FailedOver) > 0 && p.on("rc") &&
 			!p.syncing(0) && !p.syncing(1)
 	})
@@ -38,7 +37,7 @@ func TestSyncLostFailBack(t *testing.T) {
 	if err := p.dev.SetDeviceStatus(uct.DeviceUp); err != nil {
 		t.Fatal(err)
 	}
-	spinAll(t, "worker 0's fail-back sync sent and lost", all, nil, func() bool {
+	p.wait(t, "worker 0's fail-back sync sent and lost", func() bool {
 		p.ws[0].lock()
 		defer p.ws[0].unlock()
 		return p.ab.fo.syncs.loseSyncs == 0
@@ -58,7 +57,7 @@ func TestSyncLostFailBack(t *testing.T) {
 		t.Fatal("an answer to an older sync ended the wait for the fail-back sync's answer")
 	}
 	p.stream(t, 20, 50)
-	spinAll(t, "traffic back on shm", all, nil, func() bool { return p.on("shm") && !p.syncing(0) && !p.syncing(1) })
+	p.wait(t, "traffic back on shm", func() bool { return p.on("shm") && !p.syncing(0) && !p.syncing(1) })
 	p.stream(t, 30, 5)
 	st := p.ws[0].Stats()
 	if st.Resyncs == 0 {
@@ -77,14 +76,13 @@ func TestSyncLostFailBack(t *testing.T) {
 // answered too and fails nothing.
 func TestSyncAnswerLost(t *testing.T) {
 	p := newSyncPair(t)
-	all := p.ws[:]
 	p.ws[1].lock()
 	p.ba.fo.syncs.loseReplies = 1
 	p.ws[1].unlock()
 	if err := p.dev.SetDeviceStatus(uct.DeviceRDMADisabled); err != nil {
 		t.Fatal(err)
 	}
-	spinAll(t, "worker 1's answer sent and lost", all, nil, func() bool {
+	p.wait(t, "worker 1's answer sent and lost", func() bool {
 		p.ws[1].lock()
 		defer p.ws[1].unlock()
 		return p.ba.fo.syncs.loseReplies == 0
@@ -100,7 +98,7 @@ func TestSyncAnswerLost(t *testing.T) {
 		t.Fatalf("worker 0: lane 0 is %s, syncing %v", ln.attr.Transport, p.syncing(0))
 	}
 	p.stream(t, 10, 50)
-	spinAll(t, "sync answered", all, nil, func() bool { return !p.syncing(0) && !p.syncing(1) && p.on("rc") })
+	p.wait(t, "sync answered", func() bool { return !p.syncing(0) && !p.syncing(1) && p.on("rc") })
 	if st := p.ws[0].Stats(); st.Resyncs == 0 {
 		t.Fatal("the unanswered sync was not sent again")
 	}
@@ -112,7 +110,7 @@ func TestSyncAnswerLost(t *testing.T) {
 	if err := p.dev.SetDeviceStatus(uct.DeviceUp); err != nil {
 		t.Fatal(err)
 	}
-	spinAll(t, "traffic back on shm", all, nil, func() bool { return p.on("shm") && !p.syncing(0) && !p.syncing(1) })
+	p.wait(t, "traffic back on shm", func() bool { return p.on("shm") && !p.syncing(0) && !p.syncing(1) })
 	// a late copy of the sync naming the shm lane, as from a lane that
 	// held it for a while
 	p.ws[1].lock()
@@ -138,11 +136,10 @@ func TestSyncAnswerLost(t *testing.T) {
 // wait, and traffic goes on over rc.
 func TestSyncSuperseded(t *testing.T) {
 	p := newSyncPair(t)
-	all := p.ws[:]
 	if err := p.dev.SetDeviceStatus(uct.DeviceRDMADisabled); err != nil {
 		t.Fatal(err)
 	}
-	spinAll(t, "both sides failed over to rc", all, nil, func() bool {
+	p.wait(t, "both sides failed over to rc", func() bool {
 		return p.count(0, failover.FailedOver) > 0 && p.count(1, failover.FailedOver) > 0 && p.on("rc") &&
 			!p.syncing(0) && !p.syncing(1)
 	})
@@ -152,7 +149,7 @@ func TestSyncSuperseded(t *testing.T) {
 	if err := p.dev.SetDeviceStatus(uct.DeviceUp); err != nil {
 		t.Fatal(err)
 	}
-	spinAll(t, "worker 0's fail-back sync sent and lost", all, nil, func() bool {
+	p.wait(t, "worker 0's fail-back sync sent and lost", func() bool {
 		p.ws[0].lock()
 		defer p.ws[0].unlock()
 		return p.ab.fo.syncs.loseSyncs == 0
@@ -165,7 +162,7 @@ func TestSyncSuperseded(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.stream(t, 10, 50)
-	spinAll(t, "failed over again", all, nil, func() bool {
+	p.wait(t, "failed over again", func() bool {
 		return p.count(0, failover.FailedOver) > failed && p.on("rc") && !p.syncing(0) && !p.syncing(1)
 	})
 	p.ws[0].lock()
@@ -178,3 +175,4 @@ func TestSyncSuperseded(t *testing.T) {
 		t.Errorf("worker 0 reported %d fail-backs for a fail-back whose sync was lost and superseded", n)
 	}
 }
+

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/transport/shm"
@@ -34,6 +35,26 @@ func newSyncPair(t *testing.T) *syncPair {
 	p.ba = tagOver(t, p.ws[:], ab, p.ws[1], 1, []byte("over shm"))
 	p.dev = p.ws[0].ifaces[0].it.(*shm.Iface)
 	return p
+}
+
+// wait progresses both workers until cond holds, failing the test with
+// both endpoints' state after 10 s.
+func (p *syncPair) wait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		for _, w := range p.ws {
+			w.Progress()
+		}
+		if time.Now().After(deadline) {
+			var st [2]string
+			for i, ep := range []*Endpoint{p.ab, p.ba} {
+				p.ws[i].lock()
+				st[i] = ep.foDump()
+				p.ws[i].unlock()
+			}
+			t.Fatalf("timed out waiting for %s; worker 0: %s; worker 1: %s; events %v / %v", what, st[0], st[1], p.evs[0], p.evs[1])
+		}
+	}
 }
 
 // count returns how many events of kind worker i heard.
@@ -101,7 +122,7 @@ func (p *syncPair) stream(t *testing.T, tag uint64, n int) {
 			sends = append(sends, x.from.TagSend(pattern(100+i, byte(i+d)), tag+uint64(d), &Params{Callback: func(*Request) { done[k+1]++ }}))
 		}
 	}
-	spinAll(t, fmt.Sprintf("%d tag messages each way", n), p.ws[:], nil, func() bool {
+	p.wait(t, fmt.Sprintf("%d tag messages each way", n), func() bool {
 		for _, c := range done {
 			if c == 0 {
 				return false
