@@ -40,10 +40,12 @@ type foState struct {
 	detect   tsc.Ticks
 	replayed int
 	// num is our sync's number (syncNums); txAt and txLane are when and
-	// on which lane it last went (resync)
+	// on which lane it last went (resync), txPeer the number of the
+	// peer's last sync acted on then
 	num    uint32
 	txAt   time.Time
 	txLane int
+	txPeer uint32
 	// backDue: a fail-back answered while the peer's traffic (and so
 	// ours) was still on the lane it left; reported once ours follows
 	// the peer's to the lane it went back to
@@ -242,7 +244,7 @@ func (w *Worker) sendSync(ep *Endpoint, reply bool) {
 		}
 		now := time.Now()
 		fv.syncDue = false
-		fv.txAt, fv.txLane = now, ep.amLane
+		fv.txAt, fv.txLane, fv.txPeer = now, ep.amLane, f.syncs.peer
 		if fv.sentAt.IsZero() {
 			fv.sentAt = now // the first message on the new lane
 		}
@@ -288,8 +290,13 @@ func (w *Worker) onSync(arg any, data []byte, _ uct.AMFlags) {
 		}
 		return
 	}
-	if li := ep.laneOn(arg); li >= 0 && ep.lanes[li].failed == nil && ep.lanes[li].ep != nil {
-		ep.amLane = li // the peer's traffic moved there: ours follows
+	// The peer's traffic moved to the lane its sync or answer came on:
+	// ours follows. Not after an answer, though, when a sync of the
+	// peer's came since ours went: the answer may have left before that
+	// sync, which moved ours to where the peer's traffic went next.
+	if li := ep.laneOn(arg); li >= 0 && ep.lanes[li].failed == nil && ep.lanes[li].ep != nil &&
+		(!reply || f.syncs.peer == f.fov.txPeer) {
+		ep.amLane = li
 		if f.fov.backDue && li == f.fov.to {
 			f.fov.backDue = false
 			f.fov.sentAt = time.Now() // our traffic lands on the lane now

@@ -2,6 +2,7 @@ package ucp
 
 import (
 	"testing"
+	"time"
 
 	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/uct"
@@ -176,3 +177,43 @@ func TestSyncSuperseded(t *testing.T) {
 	}
 }
 
+// TestSyncAnswerAfterPeerSync: worker 0's fail-back sync is lost and
+// goes again before worker 1 rebuilt its shm lane, so worker 1 answers
+// over rc; then worker 1 fails back to shm itself. Worker 0 handles
+// worker 1's sync (shm) before the older answer (rc): the answer must
+// not move worker 0's traffic to rc, away from where worker 1's went.
+func TestSyncAnswerAfterPeerSync(t *testing.T) {
+	p := newSyncPair(t)
+	if err := p.dev.SetDeviceStatus(uct.DeviceRDMADisabled); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t, "both sides failed over to rc", func() bool {
+		return p.count(0, failover.FailedOver) > 0 && p.count(1, failover.FailedOver) > 0 && p.on("rc") &&
+			!p.syncing(0) && !p.syncing(1)
+	})
+	p.ws[0].lock()
+	p.ab.fo.syncs.loseSyncs = 1
+	p.ws[0].unlock()
+	if err := p.dev.SetDeviceStatus(uct.DeviceUp); err != nil {
+		t.Fatal(err)
+	}
+	only := func(i int, what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); p.ws[i].Progress() {
+			if time.Now().After(deadline) {
+				t.Fatalf("worker %d: timed out waiting for %s", i, what)
+			}
+		}
+	}
+	only(0, "the fail-back sync sent and lost, and sent again", func() bool {
+		p.ws[0].lock()
+		defer p.ws[0].unlock()
+		return p.ab.fo.syncs.loseSyncs == 0 && p.ws[0].stats.Resyncs > 0
+	})
+	only(1, "worker 1 answered and failed back", func() bool { return p.count(1, failover.FailedBack) > 0 || p.syncing(1) })
+	p.wait(t, "both sides back on shm", func() bool { return p.on("shm") && !p.syncing(0) && !p.syncing(1) })
+	p.stream(t, 10, 5)
+	if n := p.count(0, failover.FailedBack); n != 1 {
+		t.Fatalf("worker 0 reported %d fail-backs, want 1", n)
+	}
+}
