@@ -251,8 +251,13 @@
 // side delivered; the peer replays from its log what that does not cover,
 // moves its AM lane to the lane the sync came on and answers with what it
 // delivered; this side replays its own rest. Sequenced sends wait until
-// then. The sync also names the lane left and its status: the peer fails
-// and closes its end of that lane at once (so that nothing still queued
+// then. A sync or its answer can be lost with the lane that carried it
+// (a flapping link), so a sync goes again while unanswered: on the new AM
+// lane when that moves, else every probe interval (WorkerStats.Resyncs).
+// Syncs are numbered: the peer acts on each once and answers repeats, and
+// an answer to a sync that a later failover or fail-back superseded ends
+// no wait. The sync also names the lane left and its status: the peer
+// fails and closes its end of that lane at once (so that nothing still queued
 // on it lands after the replay) and reports the move as well, the
 // sender's local NIC being its remote one (uct.ErrRemoteNICFailed).
 // Rendezvous data, Put and Get moving on the failed lane start again on

@@ -21,6 +21,7 @@ type laneSrc struct {
 	wi    *wiface
 	src   uct.AMSource
 	bound bool
+	used  uint64 // a lane-bind's source: epBinds.tick when it last delivered (boundFrom)
 }
 
 // rxInfo is the source of the message being handled (wireup only).

@@ -27,6 +27,7 @@ type epBinds struct {
 	token     uint64     // ours, sent in our wireups and lane-binds
 	peerToken uint64     // the peer's, from its wireup (0: none yet)
 	binds     []laneSrc  // further sources of the peer's lanes, proven with peerToken
+	tick      uint64     // counts the binds: a source's use is stamped with it
 	pend      []pendBind // lane-binds that arrived before the peer's wireup
 	bindsDue  bool       // lane-binds wait for the transports (drainBacklog)
 }
@@ -178,8 +179,21 @@ func (w *Worker) checkBind(ep *Endpoint, src laneSrc, token uint64) {
 		return
 	}
 	if len(ep.binds) >= maxBinds {
-		ep.binds = ep.binds[1:] // the oldest, of a lane long gone
+		// Every connection of a lane rebuilt or dialled again binds a
+		// new source, so a flapping link fills the list with sources of
+		// connections long gone. The one unused the longest goes: never
+		// a lane bound at the start and carrying messages since (its
+		// probes, if nothing else), as the oldest would be.
+		old := 0
+		for i := range ep.binds {
+			if ep.binds[i].used < ep.binds[old].used {
+				old = i
+			}
+		}
+		ep.binds = append(ep.binds[:old], ep.binds[old+1:]...)
 	}
+	ep.tick++
+	src.used = ep.tick
 	ep.binds = append(ep.binds, src)
 }
 
@@ -188,8 +202,9 @@ func (ep *Endpoint) boundFrom(wi *wiface, src uct.AMSource) bool {
 	if ep.rx.bound && ep.rx.wi == wi && ep.rx.src == src {
 		return true
 	}
-	for _, b := range ep.binds {
-		if b.wi == wi && b.src == src {
+	for i := range ep.binds {
+		if b := &ep.binds[i]; b.wi == wi && b.src == src {
+			b.used = ep.tick
 			return true
 		}
 	}

@@ -305,9 +305,11 @@ func (w *Worker) rebuildLane(ep *Endpoint, li int, st uct.Status) error {
 		Cause: uct.NewOpError(ln.attr.Transport, "link", ep.name, st, fmt.Errorf("lane %d rebuilt on %s", li, ln.attr.Device)),
 		At:    time.Now()})
 	w.laneUp(ep, li)
-	if ln.failed != nil && ep.err == nil {
+	if ln.failed != nil && ln.ep == uep && ep.err == nil {
 		// nothing in laneUp took the lane back (no failover channel
-		// yet): it is healthy, offer it to lane choice
+		// yet): it is healthy, offer it to lane choice. One that laneUp
+		// failed again (its fail-back's sync could not be posted) is
+		// closed and stays failed.
 		ln.failed = nil
 		ep.pickLanes()
 	}

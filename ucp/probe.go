@@ -125,6 +125,7 @@ func (w *Worker) probeRound(now time.Time) {
 		if ep.err != nil || ep.closed {
 			continue
 		}
+		w.resync(ep)
 		for li := range ep.lanes {
 			w.sendProbe(ep, li, now)
 		}

@@ -77,6 +77,8 @@ func init() {
 		if os.Getenv(relNoWatchEnv) == "1" {
 			nd.w.unwatchLinks()
 		}
+		var evs []failover.Event // printed when the run ends abnormally
+		nd.w.SetFailoverHandler(func(ev failover.Event) { evs = append(evs, ev) })
 		region, err := nd.w.MemAlloc(relMaxOps*8 + 8)
 		if err != nil {
 			return err
@@ -173,6 +175,27 @@ func init() {
 		rep.Put = put.Bitmap()
 		rep.Counter = binary.LittleEndian.Uint64(mem[relMaxOps*8:])
 		rep.FailedOver, rep.FailedBack, rep.RouteLost = st.FailedOver, st.FailedBack, st.Probes.RouteLost
+		// an endpoint still waiting for a sync's answer or with
+		// requests outstanding: its state, for the failure the
+		// generator reports
+		odd := len(nd.errs) > 0
+		nd.w.lock()
+		for _, ep := range nd.w.live {
+			if ep.err != nil || ep.fo != nil && (ep.fo.fov.syncing || ep.fo.fov.resend != 0 || !ep.queue.empty() || !ep.inflight.empty()) {
+				odd = true
+				fmt.Fprintf(os.Stderr, "reliability receiver: %s (error %v): %s\n", ep.name, ep.err, ep.foDump())
+			}
+		}
+		nd.w.unlock()
+		for len(nd.errs) > 0 {
+			e := <-nd.errs
+			fmt.Fprintf(os.Stderr, "reliability receiver: endpoint to rank %d failed: %v\n", e.rank, e.err)
+		}
+		if odd {
+			for _, ev := range evs[max(0, len(evs)-12):] {
+				fmt.Fprintf(os.Stderr, "reliability receiver: event at %s: %v\n", ev.At.Format("15:04:05.000"), ev)
+			}
+		}
 		b, err := json.Marshal(rep)
 		if err != nil {
 			return err
@@ -509,7 +532,10 @@ func (s *relRun) driveIn() error {
 		w.Progress()
 	}
 	if s.out > 0 {
-		t.Errorf("%d requests still outstanding 30 s after the traffic ended", s.out)
+		w.lock()
+		st := s.ep.foDump()
+		w.unlock()
+		t.Errorf("%d requests still outstanding 30 s after the traffic ended; endpoint: %s", s.out, st)
 	}
 	return nil
 }

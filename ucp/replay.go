@@ -23,7 +23,8 @@ import (
 // once every chunk posted on the failed lane has reported (redoChunks,
 // chunkRetry): writes and reads of the same bytes are idempotent. Syncs
 // and the writes moved wait until both ends of the failed lane are
-// closed (fence.go).
+// closed (fence.go). Syncs are numbered, sent again while unanswered and
+// acted on once (syncnum.go).
 
 // foState is a failover of one endpoint in progress.
 type foState struct {
@@ -38,6 +39,13 @@ type foState struct {
 	sentAt   time.Time // our sync sent: the first message on the new lane
 	detect   tsc.Ticks
 	replayed int
+	// num is our sync's number (syncNums); txAt and txLane are when and
+	// on which lane it last went (resync), txPeer the number of the
+	// peer's last sync acted on then
+	num    uint32
+	txAt   time.Time
+	txLane int
+	txPeer uint32
 	// backDue: a fail-back answered while the peer's traffic (and so
 	// ours) was still on the lane it left; reported once ours follows
 	// the peer's to the lane it went back to
@@ -73,9 +81,11 @@ func (w *Worker) failOver(ep *Endpoint, li int, err error) bool {
 		return false
 	}
 	fv := &f.fov
-	// syncing first: the writes redoChunks moves wait for the answer
+	// syncing first: the writes redoChunks moves wait for the answer. A
+	// failover while our last sync is unanswered supersedes it: its new
+	// number makes the answer to the old one stale (onSync).
 	*fv = foState{kind: failover.FailedOver, from: li, to: ep.amLane, cause: err, seen: now,
-		detect: w.foDetect(ep, li), syncing: true}
+		detect: w.foDetect(ep, li), syncing: true, num: f.syncs.next()}
 	w.redoChunks(ep, li)
 	f.asked = false
 	w.sendSync(ep, false)
@@ -104,9 +114,8 @@ func (w *Worker) failBack(ep *Endpoint, li int) {
 	if !w.cfg.Failover.FailBack || ep.amLane != li || from == li {
 		return
 	}
-	f.fov = foState{kind: failover.FailedBack, from: from, to: li, seen: now}
+	f.fov = foState{kind: failover.FailedBack, from: from, to: li, seen: now, syncing: true, num: f.syncs.next()}
 	f.asked = false
-	f.fov.syncing = true
 	w.sendSync(ep, false)
 }
 
@@ -198,8 +207,9 @@ func (w *Worker) chunkRetry(r *Request, err error) bool {
 	return true
 }
 
-// sendSync sends our sync (reply false) or the answer to the peer's on
-// ep's AM lane, carrying what we delivered (lock held).
+// sendSync sends our sync (reply false) or the answer to the peer's last
+// one on ep's AM lane, carrying what we delivered and the sync's number
+// (lock held).
 func (w *Worker) sendSync(ep *Endpoint, reply bool) {
 	f := ep.fo
 	if ep.err != nil || ep.closed {
@@ -210,28 +220,36 @@ func (w *Worker) sendSync(ep *Endpoint, reply bool) {
 		w.toBacklog(ep)
 		return
 	}
-	m := syncMsg{dst: ep.rid, delivered: f.win.Delivered()}
+	fv := &f.fov
+	m := syncMsg{dst: ep.rid, delivered: f.win.Delivered(), num: fv.num}
 	if reply {
-		m.flags = syncReply
-	} else if fv := &f.fov; fv.kind == failover.FailedOver && fv.from >= 0 && fv.from < len(ep.lanes) {
+		m.flags, m.num = syncReply, f.syncs.peer
+	} else if fv.kind == failover.FailedOver && fv.from >= 0 && fv.from < len(ep.lanes) {
 		ln := &ep.lanes[fv.from]
 		m.flags = syncLane
 		m.status = uint8(uct.StatusOf(fv.cause))
 		m.local = mdPartName(ln.wi.md.comp.Name(), ln.wi.ord)
 		m.remote = mdPartName(ln.wi.md.comp.Name(), ln.rord)
 	}
-	_, err := ep.lanes[ep.amLane].ep.AMBcopy(amSync, m.encode(f.scratch[:0]), nil)
+	var err error
+	if !f.syncs.lose(reply) {
+		_, err = ep.lanes[ep.amLane].ep.AMBcopy(amSync, m.encode(f.scratch[:0]), nil)
+	}
 	switch {
 	case err == nil:
 		f.win.TakeAck()
 		if reply {
-			f.fov.replyDue = false
-		} else {
-			f.fov.syncDue = false
-			f.fov.sentAt = time.Now()
+			fv.replyDue = false
+			break
+		}
+		now := time.Now()
+		fv.syncDue = false
+		fv.txAt, fv.txLane, fv.txPeer = now, ep.amLane, f.syncs.peer
+		if fv.sentAt.IsZero() {
+			fv.sentAt = now // the first message on the new lane
 		}
 	case retryLater(err):
-		f.fov.syncDue, f.fov.replyDue = f.fov.syncDue || !reply, f.fov.replyDue || reply
+		fv.syncDue, fv.replyDue = fv.syncDue || !reply, fv.replyDue || reply
 		w.toBacklog(ep)
 	default:
 		w.laneFault(ep, ep.amLane, err)
@@ -244,22 +262,41 @@ func (w *Worker) onSync(arg any, data []byte, _ uct.AMFlags) {
 	if err != nil {
 		return
 	}
-	dst, delivered, flags := m.dst, m.delivered, m.flags
 	w.lockCB()
 	defer w.unlockCB()
-	ep := w.epByID(dst)
+	ep := w.epByID(m.dst)
 	if ep == nil || ep.err != nil || ep.closed {
 		return
 	}
 	ep.seqStart()
 	f := ep.fo
+	delivered := m.delivered
 	if delivered >= f.log.Next() {
 		return // names messages we never sent
 	}
 	w.seqAckIn(ep)
 	ep.heardOn(arg)
-	if li := ep.laneOn(arg); li >= 0 && ep.lanes[li].failed == nil && ep.lanes[li].ep != nil {
-		ep.amLane = li // the peer's traffic moved there: ours follows
+	reply := m.flags&syncReply != 0
+	if reply && (m.num != f.fov.num || !f.fov.syncing) || !reply && !f.syncs.fromPeer(m.num) {
+		// A sync of the peer's acted on already, sent again because our
+		// answer did not reach it: answered again, acted on once (it
+		// may name a lane the peer left that has come back since). Or
+		// an answer to a sync of ours that a newer one superseded, or a
+		// second answer to ours: the newer sync waits for its own. What
+		// either says the peer delivered holds all the same.
+		f.log.Ack(delivered)
+		if !reply {
+			w.sendSync(ep, true)
+		}
+		return
+	}
+	// The peer's traffic moved to the lane its sync or answer came on:
+	// ours follows. Not after an answer, though, when a sync of the
+	// peer's came since ours went: the answer may have left before that
+	// sync, which moved ours to where the peer's traffic went next.
+	if li := ep.laneOn(arg); li >= 0 && ep.lanes[li].failed == nil && ep.lanes[li].ep != nil &&
+		(!reply || f.syncs.peer == f.fov.txPeer) {
+		ep.amLane = li
 		if f.fov.backDue && li == f.fov.to {
 			f.fov.backDue = false
 			f.fov.sentAt = time.Now() // our traffic lands on the lane now
@@ -269,16 +306,14 @@ func (w *Worker) onSync(arg any, data []byte, _ uct.AMFlags) {
 	f.log.Ack(delivered)
 	f.asked = false
 	f.fov.resend = delivered + 1
-	if flags&syncLane != 0 {
+	if m.flags&syncLane != 0 {
 		w.peerLeftLane(ep, &m, ep.laneOn(arg))
 	}
-	if flags&syncReply == 0 {
+	if !reply {
 		w.sendSync(ep, true)
 		w.resend(ep)
+		w.resync(ep) // ours, if our AM lane moved from the lane it went on
 		return
-	}
-	if !f.fov.syncing {
-		return // an answer we no longer wait for
 	}
 	f.fov.syncing = false
 	w.resend(ep)

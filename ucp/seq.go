@@ -65,6 +65,7 @@ type epSeq struct {
 
 	scratch [64]byte
 
+	syncs  syncNums     // numbers of the syncs (syncnum.go)
 	fenced []fencedXfer // writes that move once fov's sync is answered (fence.go)
 	atm    atomics      // atomic operations as active messages (atomic_am.go)
 }

@@ -19,8 +19,9 @@ func FuzzSeqWire(f *testing.F) {
 	f.Add(uint8(0), h[:seqHdr-1])
 	f.Add(uint8(1), encodeSeqAck(nil, 1, 2, seqAckWant))
 	f.Add(uint8(1), encodeSeqAck(nil, 1, 2, 7))
-	f.Add(uint8(2), (&syncMsg{dst: 1, delivered: 1 << 40, flags: syncReply}).encode(nil))
-	f.Add(uint8(2), (&syncMsg{dst: 1, delivered: 7, flags: syncLane, status: uint8(uct.ErrRouteLost), local: "rc", remote: "rc#1"}).encode(nil))
+	f.Add(uint8(2), (&syncMsg{dst: 1, delivered: 1 << 40, flags: syncReply, num: 3}).encode(nil))
+	f.Add(uint8(2), (&syncMsg{dst: 1, delivered: 7, flags: syncLane, num: 1 << 31, status: uint8(uct.ErrRouteLost), local: "rc", remote: "rc#1"}).encode(nil))
+	f.Add(uint8(2), (&syncMsg{dst: 1, delivered: 7}).encode(nil)) // number 0: refused
 	f.Add(uint8(3), (&atomicReq{dst: 1, opid: 2, op: 3, fetch: true, value: 4, compare: 5, raddr: 6, rkey: []byte{7}}).encode(nil))
 	f.Add(uint8(4), (&atomicRep{dst: 1, opid: 2, result: 3, status: 4}).encode(nil))
 	f.Fuzz(func(t *testing.T, id uint8, b []byte) {

@@ -5,12 +5,15 @@ package ucp
 const (
 	amSeq       = 12 // dst u32, seq u32, ack u32, inner AM id u8, the inner message unchanged
 	amSeqAck    = 13 // dst u32, ack u32, flags u8 (seqAckWant: answer with an ack)
-	amSync      = 14 // dst u32, delivered u64, flags u8 (syncReply, syncLane), [syncLane: the failed lane's status u8, its domain, the peer's (u8 + bytes each)]
+	amSync      = 14 // dst u32, delivered u64, flags u8 (syncReply, syncLane), number u32, [syncLane: the failed lane's status u8, its domain, the peer's (u8 + bytes each)]
 	amAtomicReq = 15 // dst u32, op id u64, op u8, fetch u8, value u64, compare u64, raddr u64, rkey bundle (u16 + bytes)
 	amAtomicRep = 16 // dst u32, op id u64, result u64, status u8
 )
 
 const seqHdr = 4 + 4 + 4 + 1
+
+// syncFixed is the length of a sync without the failed lane's names.
+const syncFixed = 4 + 8 + 1 + 4
 
 const (
 	seqAckWant = 1 // amSeqAck: the sender wants an ack back
@@ -18,11 +21,15 @@ const (
 	syncLane   = 2 // amSync: names the lane the sender failed over from
 )
 
-// syncMsg is a failover sync.
+// syncMsg is a failover sync or its answer.
 type syncMsg struct {
 	dst       uint32
 	delivered uint64
 	flags     uint8
+	// num numbers the sender's failovers and fail-backs (never 0); an
+	// answer carries the number of the sync it answers, so a sync sent
+	// again is acted on once and an answer to an older one is known
+	num uint32
 	// the failed lane (syncLane): the status it failed with, the
 	// sender's memory domain part name of its iface and of the peer's
 	// (mdPartName), which name the lane on both sides
@@ -85,6 +92,7 @@ func (m *syncMsg) encode(b []byte) []byte {
 	b = le.AppendUint32(b[:0], m.dst)
 	b = le.AppendUint64(b, m.delivered)
 	b = append(b, m.flags)
+	b = le.AppendUint32(b, m.num)
 	if m.flags&syncLane != 0 {
 		b = append(b, m.status)
 		b = append(append(b, byte(len(m.local))), m.local...)
@@ -94,11 +102,11 @@ func (m *syncMsg) encode(b []byte) []byte {
 }
 
 func decodeSync(b []byte) (syncMsg, error) {
-	if len(b) < 13 || b[12]&^(syncReply|syncLane) != 0 {
+	if len(b) < syncFixed || b[12]&^(syncReply|syncLane) != 0 || le.Uint32(b[13:]) == 0 {
 		return syncMsg{}, errWire("sync")
 	}
-	m := syncMsg{dst: le.Uint32(b), delivered: le.Uint64(b[4:]), flags: b[12]}
-	r := reader{b: b[13:]}
+	m := syncMsg{dst: le.Uint32(b), delivered: le.Uint64(b[4:]), flags: b[12], num: le.Uint32(b[13:])}
+	r := reader{b: b[syncFixed:]}
 	if m.flags&syncLane != 0 {
 		m.status = r.u8()
 		m.local = string(r.take(int(r.u8())))

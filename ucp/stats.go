@@ -29,6 +29,9 @@ type WorkerStats struct {
 	// AtomicsApplied counts the peers' atomics this worker applied to
 	// its memory as active messages (sequenced endpoints).
 	AtomicsApplied uint64
+	// Resyncs counts failover syncs sent again: unanswered for a probe
+	// interval, or the AM lane moved from the lane they went on.
+	Resyncs uint64
 
 	// Probes counts the per-lane probes of failover (probe.go).
 	Probes ProbeStats
