@@ -197,13 +197,19 @@ type Stats struct {
 // Stats reads the counters.
 func (f *Fault) Stats() (Stats, error) {
 	var s Stats
-	for i, dst := range []*uint64{&s.Seen, &s.Dropped, &s.Corrupted} {
+	// the program counts a packet as seen before it drops or corrupts
+	// it, so Seen is read last: a snapshot taken while packets pass never
+	// shows more dropped or corrupted packets than seen ones
+	for _, c := range []struct {
+		idx uint32
+		dst *uint64
+	}{{ctrDropped, &s.Dropped}, {ctrCorrupted, &s.Corrupted}, {ctrSeen, &s.Seen}} {
 		var per []uint64
-		if err := f.ctr.Lookup(uint32(i), &per); err != nil {
+		if err := f.ctr.Lookup(c.idx, &per); err != nil {
 			return Stats{}, fmt.Errorf("fault: read counters: %w", err)
 		}
 		for _, v := range per {
-			*dst += v
+			*c.dst += v
 		}
 	}
 	return s, nil
