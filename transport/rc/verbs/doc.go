@@ -109,11 +109,11 @@
 // A requester keeps at most a window of PSNs outstanding. With no
 // congestion control below it (a UDP socket, perhaps a rate-limited link
 // with a short queue), the window adapts as TCP's congestion window does
-// (cwnd.go): it starts at 512 PSNs, doubles per round trip up to 2048
-// (8 MiB at a 4096-byte MTU, the size of the default socket buffer),
-// grows additively past a threshold, drops to 32 on a local ACK timeout
-// and halves when the responder reports a gap (sequence NAK, implied NAK,
-// a missing READ response). A READ's responses arrive at once, so a READ
+// (cwnd.go): it is at most 512 PSNs (2 MiB at a 4096-byte MTU, what a
+// link's queue of 50 ms at 400 Mbit/s holds), drops to 32 on a local ACK
+// timeout, halves when the responder reports a gap (sequence NAK, implied
+// NAK, a missing READ response), and grows back as TCP's window does
+// (slow start to a threshold, then additively). A READ's responses arrive at once, so a READ
 // starts only if they fit in the window beside what is outstanding.
 //
 // # Errors
