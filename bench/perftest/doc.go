@@ -122,35 +122,32 @@
 //	completion                   21   8 %   complete, deliverEager, memmove (the 8 bytes)
 //	runtime, benchmark loop      31  12 %   the benchmark's own loop, kernel ticks
 //
-// The receiver's side used to pay what UCX's does not: the bound
-// handler looked the endpoint up and took the worker's callback lock
-// once to check the lane and again to match, and every message took an
-// unexpected-message record before matching, freed at once when a
-// receive was posted; the iface's completion notifier counted each
-// delivery with an atomic store, an XCHG on amd64 that waits for every
-// store left buffered (the FIFO cell just handed back to the sender's
-// core). boundEager now decodes, checks and matches under one lock,
-// match.TakeRecv finds the posted receive before any record is taken,
-// the notifier counts with a plain store, and unlock, unlockCB,
-// flushDrops and TagRecv's failure check are inlined in the common
-// case. The header and protocol layer went from 20 % to 15 % of the
-// profile, and in alternated pairs (old build, new build) at a load of
-// about 14, BenchmarkTagCPU/none's CPU-ns per round trip moved by a
-// median ratio of 0.94 (11 pairs) and perftest's 8-byte and 256-byte
-// tag_lat by 0.93 and 0.92 (7 pairs each):
+// What the receiving side leaves out, as UCX's does: the bound
+// handler (boundEager) decodes a message, checks its lane, finds its
+// endpoint and matches it under one callback lock; match.TakeRecv finds
+// a posted receive before any unexpected-message record is taken; the
+// iface's completion notifier counts deliveries with a plain store, not
+// an atomic one (an XCHG on amd64, which waits for every store left
+// buffered, such as the FIFO cell just handed back to the sender's
+// core); and unlock, unlockCB, flushDrops and TagRecv's failure check
+// are inlined in the common case. Against a build that looked the
+// endpoint up twice, took a record per message and counted with XCHG
+// (load about 14, alternated pairs), the header and protocol layer is
+// 15 % of the profile instead of 20 %, BenchmarkTagCPU/none's CPU-ns
+// per round trip is 0.94 of that build's (median of 11 pairs) and
+// perftest's 8-byte and 256-byte tag_lat 0.93 and 0.92 (7 pairs each):
 //
 //	./ucp.test -test.run XXX -test.bench 'BenchmarkTagCPU$/none' -test.benchtime 300000x
 //	perftest -l -t tag_lat -x shm -s 8 -n 20000 -w 1000 --json
 //
-// tag_lat's initiator used to post the receive of the answer before its
-// send, where the receive's cost delayed the send; it posts it after the
-// send, as ucx_perftest's ucp ping-pong does, so that posting overlaps
-// the message's flight. With that too, in 7 alternated rounds of the old
-// build, the new one and ucx_perftest at a load of about 19, the median
-// 8-byte tag_lat moved by 0.86 against the old build (0.86 to 0.77 of
-// UCX's in the host's slow state); in the fast state, where UCX's 8-byte
-// tag_lat is about 0.17 µs, ours is about 0.27 µs (ratio about 1.55,
-// from 1.65). What ucp adds to am_lat is now about UCX's in the slow
+// tag_lat's initiator posts the receive of the answer after its send,
+// as ucx_perftest's ucp ping-pong does, so that posting overlaps
+// the message's flight. With that too, in 7 alternated rounds of the
+// older build, this one and ucx_perftest at a load of about 19, the
+// median 8-byte tag_lat is 0.86 of the older build's (0.77 of UCX's in
+// the host's slow state, against 0.86); in the fast state, where UCX's
+// 8-byte tag_lat is about 0.17 µs, ours is about 0.27 µs (ratio about
+// 1.55). What ucp adds to am_lat is about what UCX's adds in the slow
 // state: at a load of about 17, 8-byte tag_lat was 130 ns above am_lat
 // for ours (0.471 against 0.341 µs) and 120 ns for ucx_perftest (0.596
 // against 0.476 µs), medians of 5 pairs of the compare command above.

@@ -6,7 +6,8 @@ package verbs
 // rate-limited link's queue, a peer's socket buffer): a loss is the
 // only signal there is.
 //
-//   - A QP starts at maxWindow PSNs, its threshold there too.
+//   - A QP starts at initWindow PSNs, the most it allows, its threshold
+//     at maxWindow.
 //   - A local ACK timeout sets the threshold to half the window and the
 //     window to minWindow; a sequence NAK, an implied NAK or a missing
 //     READ response (the peer saw a gap) sets both to half the window.
@@ -20,9 +21,7 @@ package verbs
 // maxWindow is 512 PSNs (2 MiB at a 4096-byte MTU). A larger window
 // overflows the queue of a link that carries a fixed rate (a tc token
 // bucket that holds 50 ms, about 600 packets at 400 Mbit/s, stands in
-// for one), and go-back-N then sends everything outstanding again: a
-// window that grew to 2048 cut such a link's put bandwidth by 7 % on one
-// rail and by up to a third on two.
+// for one), and go-back-N then sends everything outstanding again.
 const (
 	initWindow = 512
 	minWindow  = 32
