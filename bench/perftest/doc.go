@@ -110,7 +110,7 @@
 //
 //	layer                        ns  share  functions
 //	uct send                     29  11 %   shm Endpoint.AMShort and check, ring.reserve
-//	                                        and publish, storeRelease
+//	                                        and publish, release.Store
 //	uct receive                  47  18 %   shm Iface.Progress and deliver, ring.ready, cell
 //	                                        and release, Notifier.CompletedN
 //	worker progress              24   9 %   Worker.Progress, progressIfaces

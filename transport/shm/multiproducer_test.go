@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ucgo/ucgo/internal/release"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -184,7 +185,7 @@ func TestReserveAfterTailSetBack(t *testing.T) {
 	// the receiver consumes them all (the last one is not yet released)
 	progressUntil(t, it, "ten", func() bool { return len(got) == 10 })
 	// a late claimer of cell 1 stores the tail back to 2
-	storeRelease(ep.tx.tail, 2)
+	release.Store(ep.tx.tail, 2)
 	done := make(chan uint64, 1)
 	go func() {
 		c, ok := ep.tx.reserve(ep.it.me)

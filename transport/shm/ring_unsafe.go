@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ucgo/ucgo/internal/release"
 )
 
 func u64at(b []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])) }
@@ -87,7 +89,7 @@ func (r *ring) reserve(me uint32) (uint64, bool) {
 	t := atomic.LoadUint64(r.tail)
 	p := u64at(r.cell(t), 0)
 	if atomic.CompareAndSwapUint64(p, t, claimTag(t)|uint64(me)) {
-		storeRelease(r.tail, t+1)
+		release.Store(r.tail, t+1)
 		return t, true
 	}
 	for {
@@ -97,7 +99,7 @@ func (r *ring) reserve(me uint32) (uint64, bool) {
 		switch {
 		case seq == t:
 			if atomic.CompareAndSwapUint64(p, t, claimTag(t)|uint64(me)) {
-				storeRelease(r.tail, t+1)
+				release.Store(r.tail, t+1)
 				return t, true
 			}
 		case seq&claimBit == 0:
@@ -132,7 +134,7 @@ func (r *ring) stuckOwner(head uint64) int {
 
 // publish makes cell t visible to the consumer and wakes it if it sleeps.
 //
-// The publishing store is a plain store with release order (storeRelease):
+// The publishing store is a plain store with release order (release.Store):
 // the cell's contents are visible before it. The check for a sleeping
 // consumer needs no barrier after that store: the claim's compare-and-swap
 // in reserve is one, and it pairs with the consumer's announcement in Arm
@@ -142,7 +144,7 @@ func (r *ring) stuckOwner(head uint64) int {
 // cell that follows sees the claim; a consumer that finds the head cell
 // claimed does not sleep (pending).
 func (r *ring) publish(t uint64) {
-	storeRelease(u64at(r.cell(t), 0), t+1)
+	release.Store(u64at(r.cell(t), 0), t+1)
 	if atomic.LoadUint32(r.wait) != 0 {
 		r.wake()
 	}
@@ -169,7 +171,7 @@ func (r *ring) ready(head uint64) bool {
 // release store (no full barrier) suffices: the consumer's reads of the
 // cell come before it.
 func (r *ring) release(head uint64) {
-	storeRelease(u64at(r.cell(head), 0), head+uint64(r.cells))
+	release.Store(u64at(r.cell(head), 0), head+uint64(r.cells))
 }
 
 // sleep blocks on the futex while its value is val, at most d.

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ucgo/ucgo/internal/release"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -69,11 +70,11 @@ func (n *Notifier) Completed(c uct.CompletionInfo) {
 // CompletedN reports count completions alike (a batch of receives).
 // Transports call Completed and CompletedN from Progress, never at once,
 // so the count of a full backlog is kept without a locked instruction
-// (storeRelaxed: not even the implicit one of an atomic store), which
+// (release.Store: not even the implicit one of an atomic store), which
 // would make Progress wait for the stores it left buffered.
 func (n *Notifier) CompletedN(count int, c uct.CompletionInfo) {
 	if n.full.Load() {
-		storeRelaxed(&n.lost, atomic.LoadUint64(&n.lost)+uint64(count))
+		release.Store(&n.lost, atomic.LoadUint64(&n.lost)+uint64(count))
 		return
 	}
 	for ; count > 0; count-- {
