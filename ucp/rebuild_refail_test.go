@@ -13,20 +13,10 @@ import (
 // traffic goes on over rc, and no endpoint sends on a lane it closed.
 func TestRebuildLaneFailsAgain(t *testing.T) {
 	p := newSyncPair(t)
-	if err := p.dev.SetDeviceStatus(uct.DeviceRDMADisabled); err != nil {
-		t.Fatal(err)
-	}
-	p.wait(t, "both sides failed over to rc", func() bool {
-		return p.count(0, failover.FailedOver) > 0 && p.count(1, failover.FailedOver) > 0 && p.on("rc") &&
-			!p.syncing(0) && !p.syncing(1)
-	})
-	if err := p.dev.SetDeviceStatus(uct.DeviceUp); err != nil {
-		t.Fatal(err)
-	}
+	p.failOverToRC(t)
+	p.setDevice(t, uct.DeviceUp)
 	p.wait(t, "worker 0's shm lane rebuilt", func() bool { return p.count(0, failover.Restored) > 0 })
-	if err := p.dev.SetDeviceStatus(uct.DeviceRDMADisabled); err != nil {
-		t.Fatal(err)
-	}
+	p.setDevice(t, uct.DeviceRDMADisabled)
 	p.stream(t, 10, 50)
 	p.wait(t, "both sides on rc", func() bool { return p.on("rc") && !p.syncing(0) && !p.syncing(1) })
 	p.stream(t, 20, 5)

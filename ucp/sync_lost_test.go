@@ -24,25 +24,11 @@ import (
 // message once and in order.
 func TestSyncLostFailBack(t *testing.T) {
 	p := newSyncPair(t)
-	if err := p.dev.SetDeviceStatus(uct.DeviceRDMADisabled); err != nil {
-		t.Fatal(err)
-	}
-	p.wait(t, "both sides failed over to rc", func() bool {
-		return p.count(0, failover.FailedOver) > 0 && p.count(1, failover.FailedOver) > 0 && p.on("rc") &&
-			!p.syncing(0) && !p.syncing(1)
-	})
+	p.failOverToRC(t)
 	p.stream(t, 10, 5)
-	p.ws[0].lock()
-	p.ab.fo.syncs.loseSyncs = 1
-	p.ws[0].unlock()
-	if err := p.dev.SetDeviceStatus(uct.DeviceUp); err != nil {
-		t.Fatal(err)
-	}
-	p.wait(t, "worker 0's fail-back sync sent and lost", func() bool {
-		p.ws[0].lock()
-		defer p.ws[0].unlock()
-		return p.ab.fo.syncs.loseSyncs == 0
-	})
+	p.loseNextSync()
+	p.setDevice(t, uct.DeviceUp)
+	p.wait(t, "worker 0's fail-back sync sent and lost", p.syncLost)
 	if !p.syncing(0) {
 		t.Fatal("worker 0 does not wait for its fail-back sync's answer")
 	}
@@ -80,9 +66,7 @@ func TestSyncAnswerLost(t *testing.T) {
 	p.ws[1].lock()
 	p.ba.fo.syncs.loseReplies = 1
 	p.ws[1].unlock()
-	if err := p.dev.SetDeviceStatus(uct.DeviceRDMADisabled); err != nil {
-		t.Fatal(err)
-	}
+	p.setDevice(t, uct.DeviceRDMADisabled)
 	p.wait(t, "worker 1's answer sent and lost", func() bool {
 		p.ws[1].lock()
 		defer p.ws[1].unlock()
@@ -108,9 +92,7 @@ func TestSyncAnswerLost(t *testing.T) {
 	if n := p.count(1, failover.FailedOver); n != 1 {
 		t.Fatalf("worker 1 reported %d failovers, want 1: %v", n, p.evs[1])
 	}
-	if err := p.dev.SetDeviceStatus(uct.DeviceUp); err != nil {
-		t.Fatal(err)
-	}
+	p.setDevice(t, uct.DeviceUp)
 	p.wait(t, "traffic back on shm", func() bool { return p.on("shm") && !p.syncing(0) && !p.syncing(1) })
 	// a late copy of the sync naming the shm lane, as from a lane that
 	// held it for a while
@@ -137,31 +119,15 @@ func TestSyncAnswerLost(t *testing.T) {
 // wait, and traffic goes on over rc.
 func TestSyncSuperseded(t *testing.T) {
 	p := newSyncPair(t)
-	if err := p.dev.SetDeviceStatus(uct.DeviceRDMADisabled); err != nil {
-		t.Fatal(err)
-	}
-	p.wait(t, "both sides failed over to rc", func() bool {
-		return p.count(0, failover.FailedOver) > 0 && p.count(1, failover.FailedOver) > 0 && p.on("rc") &&
-			!p.syncing(0) && !p.syncing(1)
-	})
-	p.ws[0].lock()
-	p.ab.fo.syncs.loseSyncs = 1
-	p.ws[0].unlock()
-	if err := p.dev.SetDeviceStatus(uct.DeviceUp); err != nil {
-		t.Fatal(err)
-	}
-	p.wait(t, "worker 0's fail-back sync sent and lost", func() bool {
-		p.ws[0].lock()
-		defer p.ws[0].unlock()
-		return p.ab.fo.syncs.loseSyncs == 0
-	})
+	p.failOverToRC(t)
+	p.loseNextSync()
+	p.setDevice(t, uct.DeviceUp)
+	p.wait(t, "worker 0's fail-back sync sent and lost", p.syncLost)
 	p.ws[0].lock()
 	back := p.ab.fo.fov.num
 	p.ws[0].unlock()
 	failed := p.count(0, failover.FailedOver)
-	if err := p.dev.SetDeviceStatus(uct.DeviceRDMADisabled); err != nil {
-		t.Fatal(err)
-	}
+	p.setDevice(t, uct.DeviceRDMADisabled)
 	p.stream(t, 10, 50)
 	p.wait(t, "failed over again", func() bool {
 		return p.count(0, failover.FailedOver) > failed && p.on("rc") && !p.syncing(0) && !p.syncing(1)
@@ -184,19 +150,9 @@ func TestSyncSuperseded(t *testing.T) {
 // not move worker 0's traffic to rc, away from where worker 1's went.
 func TestSyncAnswerAfterPeerSync(t *testing.T) {
 	p := newSyncPair(t)
-	if err := p.dev.SetDeviceStatus(uct.DeviceRDMADisabled); err != nil {
-		t.Fatal(err)
-	}
-	p.wait(t, "both sides failed over to rc", func() bool {
-		return p.count(0, failover.FailedOver) > 0 && p.count(1, failover.FailedOver) > 0 && p.on("rc") &&
-			!p.syncing(0) && !p.syncing(1)
-	})
-	p.ws[0].lock()
-	p.ab.fo.syncs.loseSyncs = 1
-	p.ws[0].unlock()
-	if err := p.dev.SetDeviceStatus(uct.DeviceUp); err != nil {
-		t.Fatal(err)
-	}
+	p.failOverToRC(t)
+	p.loseNextSync()
+	p.setDevice(t, uct.DeviceUp)
 	only := func(i int, what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); !cond(); p.ws[i].Progress() {

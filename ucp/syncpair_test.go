@@ -8,6 +8,7 @@ import (
 
 	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/transport/shm"
+	"github.com/ucgo/ucgo/uct"
 )
 
 // syncPair is two workers of one host over shm and rc (failover to any
@@ -35,6 +36,40 @@ func newSyncPair(t *testing.T) *syncPair {
 	p.ba = tagOver(t, p.ws[:], ab, p.ws[1], 1, []byte("over shm"))
 	p.dev = p.ws[0].ifaces[0].it.(*shm.Iface)
 	return p
+}
+
+// setDevice sets worker 0's shm device to st.
+func (p *syncPair) setDevice(t *testing.T, st uct.DeviceStatus) {
+	t.Helper()
+	if err := p.dev.SetDeviceStatus(st); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// failOverToRC disables worker 0's shm device and waits until both
+// sides have failed over to rc and their syncs are answered.
+func (p *syncPair) failOverToRC(t *testing.T) {
+	t.Helper()
+	p.setDevice(t, uct.DeviceRDMADisabled)
+	p.wait(t, "both sides failed over to rc", func() bool {
+		return p.count(0, failover.FailedOver) > 0 && p.count(1, failover.FailedOver) > 0 && p.on("rc") &&
+			!p.syncing(0) && !p.syncing(1)
+	})
+}
+
+// loseNextSync makes worker 0 lose the next sync it sends
+// (syncNums.loseSyncs).
+func (p *syncPair) loseNextSync() {
+	p.ws[0].lock()
+	p.ab.fo.syncs.loseSyncs = 1
+	p.ws[0].unlock()
+}
+
+// syncLost reports whether the sync loseNextSync asked for is lost.
+func (p *syncPair) syncLost() bool {
+	p.ws[0].lock()
+	defer p.ws[0].unlock()
+	return p.ab.fo.syncs.loseSyncs == 0
 }
 
 // wait progresses both workers until cond holds, failing the test with
