@@ -15,12 +15,7 @@ import (
 // tolerates as long a silence of the requester before it fails as the
 // requester's own direction does.
 func TestPassiveQPTakesRequesterAckTimeout(t *testing.T) {
-	mda, mdb := openLoopMD(t), openLoopMD(t)
-	defer mda.Close()
-	defer mdb.Close()
-	a, b := openLoopIface(t, mda), openLoopIface(t, mdb)
-	defer a.Close()
-	defer b.Close()
+	_, _, a, b := openLoopIfaces(t)
 	for _, timeout := range []time.Duration{0, 30 * time.Second} {
 		ep, err := a.Connect(b.Address(), uct.EPParams{Timeout: timeout})
 		if err != nil {

@@ -26,12 +26,7 @@ func (r *plainReq) Dispatch() error {
 // receiving, and the peer's endpoint to a fails with ErrRemoteNICFailed.
 // Watchers see the flag added to the link flag and removed again.
 func TestRDMADisabled(t *testing.T) {
-	mda, mdb := openLoopMD(t), openLoopMD(t)
-	defer mda.Close()
-	defer mdb.Close()
-	a, b := openLoopIface(t, mda), openLoopIface(t, mdb)
-	defer a.Close()
-	defer b.Close()
+	mda, mdb, a, b := openLoopIfaces(t)
 	a.SetErrorHandler(func(any, uct.Endpoint, error) {}, nil)
 	b.SetErrorHandler(func(any, uct.Endpoint, error) {}, nil)
 	got := 0

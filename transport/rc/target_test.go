@@ -14,12 +14,7 @@ import (
 // no operation of ours reports it, the error reaches the error handler (as
 // well as the event queue).
 func TestTargetProtectionErrorHandler(t *testing.T) {
-	mda, mdb := openLoopMD(t), openLoopMD(t)
-	defer mda.Close()
-	defer mdb.Close()
-	a, b := openLoopIface(t, mda), openLoopIface(t, mdb)
-	defer a.Close()
-	defer b.Close()
+	mda, mdb, a, b := openLoopIfaces(t)
 	a.SetErrorHandler(func(any, uct.Endpoint, error) {}, nil)
 	var (
 		mu   sync.Mutex

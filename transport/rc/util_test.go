@@ -46,6 +46,19 @@ func openLoopIface(t testing.TB, md *MD) *Iface {
 	return it.(*Iface)
 }
 
+// openLoopIfaces opens two MDs (two devices on two UDP ports of
+// 127.0.0.1) and an iface on each, all closed when the test ends.
+func openLoopIfaces(t testing.TB) (mda, mdb *MD, a, b *Iface) {
+	t.Helper()
+	mda, mdb = openLoopMD(t), openLoopMD(t)
+	t.Cleanup(func() { mda.Close() })
+	t.Cleanup(func() { mdb.Close() })
+	a, b = openLoopIface(t, mda), openLoopIface(t, mdb)
+	t.Cleanup(func() { a.Close() })
+	t.Cleanup(func() { b.Close() })
+	return mda, mdb, a, b
+}
+
 // loopPair is the ucttest factory: two MDs (two devices on two UDP ports
 // of 127.0.0.1), one iface each.
 func loopPair(t testing.TB) *ucttest.Pair {
