@@ -51,11 +51,11 @@ func (w *Worker) setHandlers(wi *wiface) {
 			wi.it.SetAMHandler(e.id, e.h, wi)
 			continue
 		}
-		h := w.boundHandler(wi, e.id, e.h)
 		if e.id == amEager {
-			h = w.boundEager(wi)
+			si.SetAMSourceHandler(e.id, w.boundEager(wi), wi)
+			continue
 		}
-		si.SetAMSourceHandler(e.id, h, wi)
+		si.SetAMSourceHandler(e.id, w.boundHandler(wi, e.id, e.h), wi)
 	}
 }
 
