@@ -69,6 +69,18 @@ func NewConverter() Converter {
 // Duration converts a number of ticks to time.
 func (c Converter) Duration(t Ticks) time.Duration { return time.Duration(float64(t) * c.nsPerTick) }
 
+// NsPerTick is the length of one tick in nanoseconds, for converting
+// many tick counts at once after a timing loop has recorded them raw.
+func (c Converter) NsPerTick() float64 { return c.nsPerTick }
+
+// Ticks converts a duration to a number of ticks (0 for a negative one).
+func (c Converter) Ticks(d time.Duration) Ticks {
+	if d <= 0 || c.nsPerTick <= 0 {
+		return 0
+	}
+	return Ticks(float64(d) / c.nsPerTick)
+}
+
 // calibrate measures the rate over n windows of length w and keeps the
 // median. Without an invariant counter it returns the monotonic clock.
 func calibrate(w time.Duration, n int) Calibration {

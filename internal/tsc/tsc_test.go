@@ -63,6 +63,20 @@ func TestTicksDuration(t *testing.T) {
 	}
 }
 
+func TestConverterTicksRoundTrip(t *testing.T) {
+	conv := NewConverter()
+	n := conv.Ticks(time.Millisecond)
+	if d := conv.Duration(n); d < 999*time.Microsecond || d > 1001*time.Microsecond {
+		t.Fatalf("a millisecond is %d ticks, which convert back to %v", n, d)
+	}
+	if ns := float64(n) * conv.NsPerTick(); ns < 999e3 || ns > 1001e3 {
+		t.Fatalf("%d ticks at %v ns/tick = %v ns, want 1e6", n, conv.NsPerTick(), ns)
+	}
+	if conv.Ticks(-time.Second) != 0 || (Converter{}).Ticks(time.Second) != 0 {
+		t.Fatal("a negative duration or an uncalibrated converter gives ticks")
+	}
+}
+
 func TestNowMonotonic(t *testing.T) {
 	prev := Now()
 	for i := 0; i < 100000; i++ {
