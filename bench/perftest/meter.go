@@ -15,17 +15,20 @@ import (
 // mark reads the processor's time-stamp counter once per iteration, as
 // ucx_perftest does through ucs_get_time: one RDTSC, about 12 ns here,
 // where time.Since costs 40-70 ns on a virtual machine, all of it inside
-// the measured ping-pong. The counter's rate is calibrated against the
-// monotonic clock once per process (internal/tsc); without an invariant
-// counter, tsc falls back to the monotonic clock.
+// the measured ping-pong. Like ucx_perftest's timing queue, it keeps the
+// raw difference of two counter reads and converts nothing per
+// iteration: stop turns the phase's samples into nanoseconds at once.
+// The counter's rate is calibrated against the monotonic clock once per
+// process (internal/tsc); without an invariant counter, tsc falls back
+// to the monotonic clock.
 type meter struct {
 	rec      *report.Recorder // nil: not measuring (warm-up, responder)
 	conv     tsc.Converter
-	base     tsc.Ticks     // start of the measured phase
-	prev     time.Duration // since base, at the previous mark
-	progress io.Writer     // live progress line; nil: off
-	lastTick time.Duration // since base, at the last progress line
-	tickIter int           // iterations done at lastTick
+	prev     tsc.Ticks // counter at the previous mark (at the start for the first)
+	second   tsc.Ticks // one second of ticks, the progress line's period
+	progress io.Writer // live progress line; nil: off
+	lastTick tsc.Ticks // counter at the last progress line
+	tickIter int       // iterations done at lastTick
 	size     int
 	iters    int
 	pingPong bool
@@ -35,10 +38,19 @@ type meter struct {
 // returns the monotonic start time, which times the phase as a whole.
 func (m *meter) start(rec *report.Recorder, size, iters int) time.Time {
 	m.rec, m.size, m.iters = rec, size, iters
+	m.second = m.conv.Ticks(time.Second)
 	now := time.Now()
-	m.base = tsc.Now()
-	m.prev, m.lastTick, m.tickIter = 0, 0, 0
+	m.prev = tsc.Now()
+	m.lastTick, m.tickIter = m.prev, 0
 	return now
+}
+
+// stop ends the measured phase: the samples mark recorded as counter
+// ticks become nanoseconds.
+func (m *meter) stop() {
+	if m.rec != nil {
+		m.rec.Scale(m.conv.NsPerTick())
+	}
 }
 
 // calibrate calibrates the counter (once per process) for the meter; the
@@ -50,13 +62,18 @@ func (m *meter) mark(i int) {
 	if m.rec == nil {
 		return
 	}
-	now := m.conv.Duration(tsc.Now() - m.base)
-	m.rec.Add(now - m.prev)
+	now := tsc.Now()
+	m.rec.AddCount(uint64(now - m.prev))
 	m.prev = now
-	if m.progress != nil && now-m.lastTick >= time.Second {
-		// the average iteration since the last line
-		ns := float64((now - m.lastTick).Nanoseconds()) / float64(i+1-m.tickIter)
-		m.lastTick, m.tickIter = now, i+1
-		fmt.Fprintf(m.progress, "\r%s\x1b[K", report.Progress(m.size, i+1, m.iters, ns, m.pingPong))
+	if m.progress != nil && now-m.lastTick >= m.second {
+		m.tick(i, now)
 	}
+}
+
+// tick prints the live progress line: the average iteration since the
+// last line.
+func (m *meter) tick(i int, now tsc.Ticks) {
+	ns := float64(m.conv.Duration(now-m.lastTick).Nanoseconds()) / float64(i+1-m.tickIter)
+	m.lastTick, m.tickIter = now, i+1
+	fmt.Fprintf(m.progress, "\r%s\x1b[K", report.Progress(m.size, i+1, m.iters, ns, m.pingPong))
 }

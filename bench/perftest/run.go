@@ -163,6 +163,7 @@ func runSide(cfg *config, ch oob, initiator bool, out *report.Writer, progress i
 			return fmt.Errorf("%s size %d: %w", t.name, size, err)
 		}
 		elapsed := time.Since(start)
+		m.stop()
 		if m.progress != nil && elapsed >= time.Second {
 			fmt.Fprint(m.progress, "\r\x1b[K")
 		}

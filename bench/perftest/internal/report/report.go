@@ -62,6 +62,45 @@ func (r *Recorder) Add(d time.Duration) {
 	r.samples = append(r.samples, uint32(ns))
 }
 
+// AddCount records one iteration's duration as a count of some clock's
+// ticks (saturated at 2^32-1), as a timing loop does that converts
+// nothing per iteration; Scale converts the samples afterwards. A
+// recorder holds samples of one unit: all from Add or all from AddCount.
+func (r *Recorder) AddCount(c uint64) {
+	if r.skip > 0 {
+		r.skip--
+		return
+	}
+	r.skip = r.stride - 1
+	if len(r.samples) == cap(r.samples) {
+		return
+	}
+	if c > math.MaxUint32 {
+		c = math.MaxUint32
+	}
+	r.samples = append(r.samples, uint32(c))
+}
+
+// Scale multiplies every sample by f, saturating at 2^32-1: with f the
+// nanoseconds per tick it turns samples recorded by AddCount into
+// nanoseconds. A saturated sample stays saturated (2^32-1 ns): it stands
+// for an iteration too long to count, not for its length.
+func (r *Recorder) Scale(f float64) {
+	for i, v := range r.samples {
+		if v == math.MaxUint32 {
+			continue
+		}
+		ns := math.Round(float64(v) * f)
+		switch {
+		case ns < 0 || math.IsNaN(ns):
+			ns = 0
+		case ns > math.MaxUint32:
+			ns = math.MaxUint32
+		}
+		r.samples[i] = uint32(ns)
+	}
+}
+
 // Len is the number of samples kept.
 func (r *Recorder) Len() int { return len(r.samples) }
 

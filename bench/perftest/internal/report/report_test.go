@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +101,29 @@ func TestRecorder(t *testing.T) {
 	}
 	if s := big.Samples(); len(s) != 3 || s[0] != 0 || s[1] != 4 || s[2] != 8 {
 		t.Errorf("strided samples %v", s)
+	}
+}
+
+func TestRecorderCountScale(t *testing.T) {
+	r := NewRecorder(10)
+	if n := testing.AllocsPerRun(100, func() { r.Reset(); r.AddCount(1000) }); n != 0 {
+		t.Errorf("AddCount allocates %v times", n)
+	}
+	r.Reset()
+	r.AddCount(0)
+	r.AddCount(1000)
+	r.AddCount(3_000_000_000)
+	r.AddCount(1 << 40)
+	r.Scale(1.5)
+	want := []uint32{0, 1500, math.MaxUint32, math.MaxUint32}
+	if s := r.Samples(); !slices.Equal(s, want) {
+		t.Errorf("scaled counts %v, want %v", s, want)
+	}
+	r.Reset()
+	r.AddCount(400)
+	r.Scale(0.25)
+	if s := r.Samples(); len(s) != 1 || s[0] != 100 {
+		t.Errorf("scaled down %v, want [100]", s)
 	}
 }
 
