@@ -127,9 +127,14 @@ func putLat(s *session, size, iters int) error {
 	return s.drain()
 }
 
-// putBW: the initiator streams puts with up to -O outstanding.
+// putBW: the initiator streams puts with up to -O outstanding. Short
+// puts, which complete in the call, take putShortStream.
 func putBW(s *session, size, iters int) error {
-	if s.initiator {
+	if s.initiator && size <= s.attr.PutMaxShort {
+		if err := s.putShortStream(size, iters); err != nil {
+			return err
+		}
+	} else if s.initiator {
 		for i := 0; i < iters; i++ {
 			if err := s.put(size); err != nil {
 				return err
@@ -138,6 +143,27 @@ func putBW(s *session, size, iters int) error {
 		}
 	}
 	return s.endOneSided()
+}
+
+// putShortStream posts iters short puts of size bytes, each followed by
+// its mark, as ucx_perftest's put_bw loop posts uct_ep_put_short and
+// calls ucx_perf_update: the endpoint, buffer, address and key are read
+// once, and only a put that did not complete at once goes through put,
+// which retries back-pressure.
+func (s *session) putShortStream(size, iters int) error {
+	ep, src, raddr, rkey := s.ep, s.src[:size], s.raddr, s.rkey
+	for i := 0; i < iters; i++ {
+		if err := ep.PutShort(src, raddr, rkey); err != nil {
+			if again, err := s.retry(err); !again {
+				return fmt.Errorf("put: %w", err)
+			}
+			if err := s.put(size); err != nil {
+				return err
+			}
+		}
+		s.mark(i)
+	}
+	return nil
 }
 
 // getBW: the initiator streams gets with up to -O outstanding.
