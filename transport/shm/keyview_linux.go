@@ -23,6 +23,8 @@ type keyView struct {
 	base   uint64
 	length uint64
 	mem    []byte // allocated memory as mapped here; nil for registered memory
+	wmem   []byte // mem if the entry grants remote writes, else nil
+	rmem   []byte // mem if the entry grants remote reads, else nil
 }
 
 // lookup returns the bytes [raddr, raddr+n) of the view's memory (nil for
@@ -46,6 +48,12 @@ func (k *RKey) setView(ep *Endpoint, tab []byte, e keyEntry, p *[]byte) {
 	v := &keyView{ep: ep, gen: u32at(tab, keOff(k.slot)+keGen), want: e.gen, access: e.access, base: e.base, length: e.length}
 	if p != nil {
 		v.mem = *p
+		if e.access&uct.AccessRemoteWrite != 0 {
+			v.wmem = v.mem
+		}
+		if e.access&uct.AccessRemoteRead != 0 {
+			v.rmem = v.mem
+		}
 	}
 	k.view.Store(v)
 }
@@ -66,4 +74,24 @@ func (ep *Endpoint) direct(rk uct.RKey, raddr uint64, n int, need uct.Access) ([
 		return nil, false
 	}
 	return v.lookup(ep, raddr, n, need)
+}
+
+// directPut is direct for a write: the checks of lookup with the right
+// to write folded into the view (wmem is nil without it) and the bounds
+// in two compares against the mapping, whose length is the entry's.
+func (ep *Endpoint) directPut(rk uct.RKey, raddr uint64, n int) ([]byte, bool) {
+	k, _ := rk.(*RKey)
+	if k == nil {
+		return nil, false
+	}
+	v := k.view.Load()
+	if v == nil || v.ep != ep || v.wmem == nil {
+		return nil, false
+	}
+	off, size := raddr-v.base, uint64(len(v.wmem))
+	if off > size || uint64(n) > size-off || ep.err.Load() != nil || atomic.LoadUint32(ep.disabled) != 0 ||
+		atomic.LoadUint32(v.gen) != v.want {
+		return nil, false
+	}
+	return v.wmem[off : off+uint64(n) : off+uint64(n)], true
 }

@@ -107,3 +107,63 @@ func TestKeyViewRechecks(t *testing.T) {
 	protect(ep3.PutShort([]byte{4}, base, rwk), "put after free")
 	protect(ep3.GetBcopy(dst, base, rwk, nil), "get after free")
 }
+
+// TestKeyViewPutShort8: 8-byte puts, which the view's fast path stores in
+// one word, land where they are aimed and get the same checks as any
+// other: the end of the memory, read-only memory (also a zero-length put
+// through a view that a get made), freed memory.
+func TestKeyViewPutShort8(t *testing.T) {
+	_, a := openIface(t)
+	mdB, b := openIface(t)
+	ep, err := a.Connect(b.Address(), uct.EPParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	alloc := func(acc uct.Access) (uct.Mem, uct.RKey) {
+		m, err := mdB.Alloc(4096, acc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		rk, err := mdB.UnpackRKey(m.PackRKey())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rk.Close() })
+		return m, rk
+	}
+	rw, rwk := alloc(uct.AccessAll)
+	ro, rok := alloc(uct.AccessRemoteRead)
+	protect := func(err error, what string) {
+		t.Helper()
+		if !errors.Is(err, uct.ErrRemoteProtection) {
+			t.Fatalf("%s: %v, want ErrRemoteProtection", what, err)
+		}
+	}
+	base, mem := rw.Address(), rw.Bytes()
+	word := []byte{1, 2, 3, 4, 5, 6, 7, 8}
+	for i, off := range []uint64{0, 8, 13, 4088} { // the first checks fully, the others use the view
+		if err := ep.PutShort(word, base+off, rwk); err != nil {
+			t.Fatalf("put %d at +%d: %v", i, off, err)
+		}
+		if !bytes.Equal(mem[off:off+8], word) {
+			t.Fatalf("put %d at +%d: memory holds %v", i, off, mem[off:off+8])
+		}
+	}
+	protect(ep.PutShort(word, base+4089, rwk), "8 bytes across the end")
+	protect(ep.PutShort(word, base-8, rwk), "8 bytes before the start")
+
+	dst := make([]byte, 8)
+	if err := ep.GetBcopy(dst, ro.Address(), rok, nil); err != nil {
+		t.Fatalf("get from read-only memory: %v", err)
+	}
+	protect(ep.PutShort(word, ro.Address(), rok), "8 bytes to read-only memory")
+	protect(ep.PutShort(nil, ro.Address(), rok), "0 bytes to read-only memory")
+	if !bytes.Equal(ro.Bytes()[:8], make([]byte, 8)) {
+		t.Fatalf("read-only memory holds %v", ro.Bytes()[:8])
+	}
+
+	rw.Close()
+	protect(ep.PutShort(word, base, rwk), "8 bytes after free")
+}
