@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -84,8 +85,8 @@ func (ep *Endpoint) rma(op string, write bool, iov [][]byte, raddr uint64, rk uc
 }
 
 // The one-buffer operations on allocated memory first try the key's view
-// (Endpoint.direct): a store into the peer's mapped memory, as posix
-// put_short is.
+// (Endpoint.direct, directPut for writes): a store into the peer's mapped
+// memory, as posix put_short is.
 
 // rma1 is rma of one buffer, out of line so that the fast paths keep a
 // small stack frame.
@@ -95,22 +96,32 @@ func (ep *Endpoint) rma1(op string, write bool, buf []byte, raddr uint64, rk uct
 	return ep.rma(op, write, [][]byte{buf}, raddr, rk)
 }
 
+// PutShort is directPut written out, so that the common put is one call,
+// not two; everything else takes rma1.
 func (ep *Endpoint) PutShort(buf []byte, raddr uint64, rk uct.RKey) error {
-	if w, ok := ep.directPut(rk, raddr, len(buf)); ok {
-		if len(buf) == 8 && len(w) == 8 {
-			// one 8-byte load and store, not a call of memmove
-			binary.LittleEndian.PutUint64(w, binary.LittleEndian.Uint64(buf))
-		} else {
-			copy(w, buf)
+	if k, _ := rk.(*RKey); k != nil {
+		if v := k.view.Load(); v != nil && v.ep == ep && v.wmem != nil {
+			n := uint64(len(buf))
+			off, size := raddr-v.base, uint64(len(v.wmem))
+			if off <= size && n <= size-off && ep.err.Load() == nil && atomic.LoadUint32(ep.disabled) == 0 &&
+				atomic.LoadUint32(v.gen) == v.want {
+				w := v.wmem[off : off+n : off+n]
+				if n == 8 {
+					// one 8-byte load and store, not a call of memmove
+					binary.LittleEndian.PutUint64(w, binary.LittleEndian.Uint64(buf))
+				} else {
+					copy(w, buf)
+				}
+				return nil
+			}
 		}
-		return nil
 	}
 	_, err := ep.rma1("put_short", true, buf, raddr, rk)
 	return err
 }
 
 func (ep *Endpoint) PutBcopy(buf []byte, raddr uint64, rk uct.RKey) (int, error) {
-	if w, ok := ep.direct(rk, raddr, len(buf), uct.AccessRemoteWrite); ok {
+	if w, ok := ep.directPut(rk, raddr, len(buf)); ok {
 		return copy(w, buf), nil
 	}
 	return ep.rma1("put_bcopy", true, buf, raddr, rk)
@@ -119,7 +130,7 @@ func (ep *Endpoint) PutBcopy(buf []byte, raddr uint64, rk uct.RKey) (int, error)
 // PutZcopy completes before it returns (nil).
 func (ep *Endpoint) PutZcopy(iov [][]byte, raddr uint64, rk uct.RKey, comp *uct.Completion) error {
 	if len(iov) == 1 {
-		if w, ok := ep.direct(rk, raddr, len(iov[0]), uct.AccessRemoteWrite); ok {
+		if w, ok := ep.directPut(rk, raddr, len(iov[0])); ok {
 			copy(w, iov[0])
 			return nil
 		}
