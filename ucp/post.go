@@ -106,7 +106,7 @@ func (w *Worker) toBacklog(ep *Endpoint) {
 func (w *Worker) drainBacklog() int {
 	n := 0
 	bl := w.backlog
-	w.backlog = nil
+	w.backlog, w.backlogSpare = w.backlogSpare[:0], nil
 	for _, ep := range bl {
 		ep.inBacklog = false
 		if ep.closed || ep.err != nil {
@@ -144,5 +144,7 @@ func (w *Worker) drainBacklog() int {
 			}
 		}
 	}
+	clear(bl)
+	w.backlogSpare = bl[:0]
 	return n
 }

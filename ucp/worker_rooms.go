@@ -25,6 +25,11 @@ type epTable struct {
 	// (forgetGoneErr). Without SourceTagMask no receive can only match
 	// one endpoint and goneErr stays empty.
 	goneErr map[match.Src]error
+
+	// backlogSpare is the array drainBacklog hands to backlog next, so
+	// that an endpoint that goes back to the backlog at every drain (its
+	// lane full) costs no allocation; it never shares backlog's array.
+	backlogSpare []*Endpoint
 }
 
 // rndvTable names the requests waiting for a rendezvous answer (ATS, RTR,
