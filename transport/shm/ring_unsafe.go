@@ -22,6 +22,10 @@ type ring struct {
 	tail  *uint64
 	futex *uint32
 	wait  *uint32
+	// full is set (atomically: an endpoint may send from several
+	// goroutines) while this producer's last reserve found the ring
+	// full, and cleared by its next success; see reserve.
+	full uint32
 }
 
 func newRing(seg []byte, cells int) ring {
@@ -85,12 +89,21 @@ func claimOwner(seq, t uint64) int {
 // consumer); senders that find the tail's cell already claimed, published
 // or consumed move the tail on with a compare-and-swap, as they help the
 // tail past a cell claimed by a sender that has not moved it yet.
+//
+// A producer that found the ring full reads the tail's cell before it
+// tries a claim again: on a full ring that cell is the consumer's head,
+// which the consumer is about to read and release, and a claim that
+// fails still takes its cache line away from the consumer. A sender
+// retrying a full ring with blind claims (a ucp backlog retries at every
+// progress) would slow the one process that can make room.
 func (r *ring) reserve(me uint32) (uint64, bool) {
 	t := atomic.LoadUint64(r.tail)
 	p := u64at(r.cell(t), 0)
-	if atomic.CompareAndSwapUint64(p, t, claimTag(t)|uint64(me)) {
-		release.Store(r.tail, t+1)
-		return t, true
+	if atomic.LoadUint32(&r.full) == 0 {
+		if atomic.CompareAndSwapUint64(p, t, claimTag(t)|uint64(me)) {
+			release.Store(r.tail, t+1)
+			return t, true
+		}
 	}
 	for {
 		t := atomic.LoadUint64(r.tail)
@@ -100,20 +113,31 @@ func (r *ring) reserve(me uint32) (uint64, bool) {
 		case seq == t:
 			if atomic.CompareAndSwapUint64(p, t, claimTag(t)|uint64(me)) {
 				release.Store(r.tail, t+1)
+				if atomic.LoadUint32(&r.full) != 0 {
+					atomic.StoreUint32(&r.full, 0)
+				}
 				return t, true
 			}
 		case seq&claimBit == 0:
 			if seq < t {
-				return 0, false // the previous round's message is unread
+				return 0, r.isFull() // the previous round's message is unread
 			}
 			// published or consumed in this round: the tail is behind
 			atomic.CompareAndSwapUint64(r.tail, t, t+1)
 		case seq&^0xffffffff == claimTag(t-uint64(r.cells)):
-			return 0, false // the previous round is still being written
+			return 0, r.isFull() // the previous round is still being written
 		default:
 			atomic.CompareAndSwapUint64(r.tail, t, t+1) // help the claimer
 		}
 	}
+}
+
+// isFull notes that reserve found the ring full and returns false.
+func (r *ring) isFull() bool {
+	if atomic.LoadUint32(&r.full) == 0 {
+		atomic.StoreUint32(&r.full, 1)
+	}
+	return false
 }
 
 // hasRoom reports whether a reserve would succeed now.
