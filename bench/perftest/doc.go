@@ -46,6 +46,13 @@
 // with an AM of the test's size, and the sender ends when the last
 // message is acknowledged, so that neither side fills the other's FIFO
 // whichever of them starts first.
+// put_bw with puts that fit PutShort is ucx_perftest's uct put_bw loop
+// with the short layout: one put_short per iteration, each followed by
+// the iteration's timestamp, the endpoint, buffer, address and key read
+// once before the loop, and a put refused for back-pressure retried after
+// a progress call. ucx_perftest also calls progress after every 16th
+// completed put; shm puts complete in the call and leave nothing to
+// progress, so that call is left out.
 // put_lat and ucp_put_lat poll the last byte of their own buffer, as
 // ucx_perftest does, so they cannot sleep (-E sleep is refused).
 // tag_sync_lat is tag_lat with ucp.Endpoint.TagSendSync, which completes
@@ -57,7 +64,9 @@
 // the processor's time-stamp counter (internal/tsc: one RDTSC, as
 // ucx_perftest's ucs_get_time, calibrated once per process against the
 // monotonic clock; the monotonic clock where the counter is not
-// invariant), so
+// invariant; like ucx_perftest's timing queue, each iteration keeps the
+// raw difference of two counter reads, and the phase's samples become
+// nanoseconds after it ends), so
 // besides ucx_perftest's columns (iterations; latency average and
 // overall; bandwidth and message rate, average and overall) the table
 // shows the median ("typical") and the 99th percentile (internal/report).
