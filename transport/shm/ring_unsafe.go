@@ -73,7 +73,8 @@ func claimOwner(seq, t uint64) int {
 
 // reserve claims the next free cell for pid me; false if the ring is full.
 //
-// The first attempt claims the cell without reading it first: the
+// The first attempt (unless the last one found the ring full, below)
+// claims the cell without reading it first: the
 // consumer polls the cell that the next message will fill, so the cell's
 // cache line is shared with the consumer's core, and a load followed by
 // a compare-and-swap would take two transfers between the cores (one to
