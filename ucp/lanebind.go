@@ -51,8 +51,12 @@ func (w *Worker) setHandlers(wi *wiface) {
 			wi.it.SetAMHandler(e.id, e.h, wi)
 			continue
 		}
-		if e.id == amEager {
+		switch e.id {
+		case amEager:
 			si.SetAMSourceHandler(e.id, w.boundEager(wi), wi)
+			continue
+		case amSeq:
+			si.SetAMSourceHandler(e.id, w.boundSeq(wi), wi)
 			continue
 		}
 		si.SetAMSourceHandler(e.id, w.boundHandler(wi, e.id, e.h), wi)
