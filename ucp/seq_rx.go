@@ -11,6 +11,12 @@ import "github.com/ucgo/ucgo/uct"
 // boundSeqHeld. A message from a source its endpoint is not bound to is
 // dropped and reported as boundHandler does (laneOK); a malformed one is
 // dropped as onSeq drops it.
+//
+// It is not inlined: the copy of a closure that inlining its maker makes
+// is compiled without inlining the calls it makes (lockCB, epByID, the
+// byte order's loads, ...), each a call on every message.
+//
+//go:noinline
 func (w *Worker) boundSeq(wi *wiface) uct.AMSourceHandler {
 	return func(_ any, d []byte, flags uct.AMFlags, src uct.AMSource) {
 		if len(d) < seqEagerHdr {
