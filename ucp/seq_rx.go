@@ -14,7 +14,9 @@ import "github.com/ucgo/ucgo/uct"
 //
 // It is not inlined: the copy of a closure that inlining its maker makes
 // is compiled without inlining the calls it makes (lockCB, epByID, the
-// byte order's loads, ...), each a call on every message.
+// byte order's loads, ...), each a call on every message (the Go
+// compiler does not analyse closures created by inlining for further
+// inlining, golang/go#81380).
 //
 //go:noinline
 func (w *Worker) boundSeq(wi *wiface) uct.AMSourceHandler {
