@@ -210,10 +210,12 @@
 // over the blocks, so a load that comes and goes weighs on both pairs
 // and a preempted block drops out. Alternating a build without the
 // bound sequenced handler and the out-of-line bound handlers (before)
-// with this one (after), 8 runs each at a load of 11-24, the median
-// on/off of the 8-byte one-way latency went from 1.21 (1.11-1.32) to
-// 1.06 (1.02-1.09) with failover any, and from 1.08 (1.01-1.16) to 1.06
-// (1.00-1.08) with same:
+// with this one (after), the median on/off of the 8-byte one-way
+// latency was, with failover any and same:
+//
+//	host state                       pairs (any, same)  any before  after  same before  after
+//	one-way about 0.2 µs, quiet spell        6, 6             1.27   1.08         1.15   1.06
+//	one-way about 0.5 µs, load 11-24        24, 16            1.14   1.05         1.10   1.04
 //
 //	./ucp.test -test.run XXX -test.bench 'BenchmarkTagLatencyFailover/any$' -test.benchtime 40000x
 //
