@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/ucgo/ucgo/failover"
+	"github.com/ucgo/ucgo/transport/shm"
+	"github.com/ucgo/ucgo/uct"
 )
 
 // BenchmarkTagCPUFailover measures what failover costs the 8-byte eager
@@ -12,12 +14,28 @@ import (
 // pair of workers with failover off and one with it on (same, any) take
 // turns in blocks of foBlock round trips, so a load that comes and goes
 // on the machine weighs on both alike. on/off is the ratio of their CPU
-// times; cpu-ns/roundtrip is the failover pair's.
+// times; cpu-ns/roundtrip is the failover pair's. any+standby runs both
+// pairs over the default transports, so that the failover pair's
+// endpoints have an rc lane standing by beside shm, as two processes of
+// one host have (it is skipped where rc is not usable).
 func BenchmarkTagCPUFailover(b *testing.B) {
-	for _, mode := range []failover.Mode{failover.SameTransport, failover.AnyTransport} {
-		b.Run(mode.String(), func(b *testing.B) {
-			off := newPingPong(b, Config{ErrorMode: ErrorModePeer})
-			on := newPingPong(b, Config{ErrorMode: ErrorModePeer, Failover: failover.Policy{Mode: mode}})
+	for _, c := range []struct {
+		name    string
+		mode    failover.Mode
+		standby bool
+	}{{"same", failover.SameTransport, false}, {"any", failover.AnyTransport, false}, {"any+standby", failover.AnyTransport, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			var ts []uct.Component
+			if !c.standby {
+				ts = []uct.Component{shm.New()}
+			} else if !rcUsable() {
+				b.Skip("no netdev for rc: no standby lane")
+			}
+			off := newPingPong(b, Config{ErrorMode: ErrorModePeer, Transports: ts})
+			on := newPingPong(b, Config{ErrorMode: ErrorModePeer, Failover: failover.Policy{Mode: c.mode}, Transports: ts})
+			if c.standby && len(on.eps[0].lanes) < 2 {
+				b.Fatalf("%d lanes, want shm and an rc lane standing by", len(on.eps[0].lanes))
+			}
 			defer pinCPU(0)()
 			for i := 0; i < 1000; i++ {
 				off.round()
@@ -51,8 +69,8 @@ func BenchmarkTagCPUFailover(b *testing.B) {
 // runs in its turn.
 const foBlock = 2000
 
-// pingPong is a pair of shm workers of this process exchanging 8-byte
-// tag messages.
+// pingPong is a pair of workers of this process exchanging 8-byte tag
+// messages (over cfg.Transports).
 type pingPong struct {
 	tb      testing.TB
 	ws      [2]*Worker
@@ -61,7 +79,7 @@ type pingPong struct {
 }
 
 func newPingPong(tb testing.TB, cfg Config) *pingPong {
-	ws, ep0 := shmPair(tb, cfg)
+	ws, ep0 := workerPair(tb, cfg)
 	p := &pingPong{tb: tb, ws: ws, in: make([]byte, 8), out: make([]byte, 8)}
 	p.eps[0] = ep0
 	p.eps[1] = p.oneway(0) // the first message also connects back

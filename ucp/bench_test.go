@@ -365,6 +365,12 @@ func BenchmarkAMEager(b *testing.B) {
 func shmPair(tb testing.TB, cfg Config) ([2]*Worker, *Endpoint) {
 	tb.Helper()
 	cfg.Transports = []uct.Component{shm.New()}
+	return workerPair(tb, cfg)
+}
+
+// workerPair is shmPair over cfg's transports (the default ones if nil).
+func workerPair(tb testing.TB, cfg Config) ([2]*Worker, *Endpoint) {
+	tb.Helper()
 	ctx, err := newContext(cfg, func(string) string { return "" })
 	if err != nil {
 		tb.Fatal(err)

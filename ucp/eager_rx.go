@@ -6,7 +6,10 @@ import "github.com/ucgo/ucgo/uct"
 // step, for ifaces that name each message's source: the header is
 // decoded once, the endpoint looked up once under one lockCB, and a
 // message from a source the endpoint is not bound to is dropped and
-// reported as boundHandler does (laneOK).
+// reported as boundHandler does (laneOK). It is not inlined, for the
+// reason boundSeq is not.
+//
+//go:noinline
 func (w *Worker) boundEager(wi *wiface) uct.AMSourceHandler {
 	return func(_ any, d []byte, _ uct.AMFlags, src uct.AMSource) {
 		tag, dst, payload, err := decodeEager(d)

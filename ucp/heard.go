@@ -104,7 +104,7 @@ func (ep *Endpoint) rxOthers(li int) uint32 {
 // from the lane's bound source (boundHandler).
 func (ep *Endpoint) heardOn(arg any) {
 	if len(ep.lanes) == 1 {
-		ep.lanes[0].hd.got() // onSeq has this inline
+		ep.lanes[0].hd.got() // boundSeq has this inline
 		return
 	}
 	ep.heardOnLanes(arg)

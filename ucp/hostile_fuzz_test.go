@@ -66,9 +66,20 @@ func (h *hostileRig) hostileMsg(rng *rand.Rand) (uint8, []byte) {
 		return b
 	}
 	tag := rng.Uint64() | 1<<63 // never a tag the legitimate traffic uses
-	id := uint8(1 + rng.IntN(amUserRTS))
+	id := uint8(1 + rng.IntN(amUserRTS+1))
+	if id == amUserRTS+1 {
+		id = amSeq
+	}
 	var b []byte
 	switch id {
+	case amSeq:
+		// a sequenced message: a number near the start or anywhere, any
+		// acknowledgement, an eager message or any inner id
+		inner := []uint8{amEager, amUser, uint8(rng.Uint32())}[rng.IntN(3)]
+		hd := make([]byte, seqEagerHdr)
+		putSeqHdr(hd, dst, []uint32{1 + rng.Uint32N(4), rng.Uint32()}[rng.IntN(2)], rng.Uint32(), inner)
+		putEagerHdr(hd[seqHdr:], tag, dst)
+		b = append(hd, blob(300)...)
 	case amWireup:
 		kind := uint8(1 + rng.IntN(2))
 		b = (&wireup{kind: kind, src: rng.Uint32(), dst: dst, addr: [][]byte{h.lAddr, blob(64)}[rng.IntN(2)]}).encode()
@@ -147,9 +158,10 @@ func (h *hostileRig) legit() {
 	}
 }
 
-// A raw peer sends ucp messages of every type with random fields beside
-// legitimate traffic: nothing crashes, the victim's heap stays bounded,
-// and the legitimate messages arrive intact from the right sender.
+// A raw peer sends ucp messages of every type (sequenced ones too) with
+// random fields beside legitimate traffic: nothing crashes, the victim's
+// heap stays bounded, and the legitimate messages arrive intact from the
+// right sender.
 func TestHostilePeerFuzz(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if v, err := strconv.ParseUint(os.Getenv("UCGO_HOSTILE_SEED"), 10, 64); err == nil {
@@ -194,6 +206,11 @@ func FuzzHostilePeer(f *testing.F) {
 		f.Add(id, uint8(0), []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
 		f.Add(id, uint8(1), make([]byte, 64))
 	}
+	seq := make([]byte, seqEagerHdr+8)
+	putSeqHdr(seq, 0, 1, 0, amEager)
+	f.Add(uint8(amSeq), uint8(0), seq)
+	f.Add(uint8(amSeq), uint8(1), seq)
+	f.Add(uint8(amSeq), uint8(1), seq[:seqHdr])
 	h := newHostileRig(f)
 	f.Fuzz(func(t *testing.T, id uint8, sel uint8, body []byte) {
 		h.t, h.p.t = t, t

@@ -51,8 +51,12 @@ func (w *Worker) setHandlers(wi *wiface) {
 			wi.it.SetAMHandler(e.id, e.h, wi)
 			continue
 		}
-		if e.id == amEager {
+		switch e.id {
+		case amEager:
 			si.SetAMSourceHandler(e.id, w.boundEager(wi), wi)
+			continue
+		case amSeq:
+			si.SetAMSourceHandler(e.id, w.boundSeq(wi), wi)
 			continue
 		}
 		si.SetAMSourceHandler(e.id, w.boundHandler(wi, e.id, e.h), wi)
@@ -64,7 +68,10 @@ func (w *Worker) setHandlers(wi *wiface) {
 // where its endpoint is bound.
 // Handlers run one at a time (inside the transports' progress, under the
 // transport lock of a thread-safe worker), so w.rx and w.drops.pending
-// need no lock of their own.
+// need no lock of their own. It is not inlined, for the reason boundSeq
+// is not.
+//
+//go:noinline
 func (w *Worker) boundHandler(wi *wiface, id uint8, h uct.AMHandler) uct.AMSourceHandler {
 	if id == amWireup || id == amLaneBind {
 		return func(arg any, data []byte, flags uct.AMFlags, src uct.AMSource) {

@@ -47,7 +47,7 @@ func legitPeer(t testing.TB, v *Worker) (*Worker, *Endpoint, *Endpoint) {
 }
 
 // A peer that names another peer's endpoint id in tag, active-message,
-// rendezvous, keepalive, close and wireup messages is not taken for that
+// rendezvous, keepalive, close, sequenced and wireup messages is not taken for that
 // peer: its messages are dropped and counted, and the other peer's
 // endpoint stays healthy in both directions.
 func TestLaneBindingForgedID(t *testing.T) {
@@ -78,8 +78,12 @@ func TestLaneBindingForgedID(t *testing.T) {
 		p.send(amKeepalive, append(le.AppendUint32(nil, id), 0, 0, 0, 0))
 		p.send(amATS, (&ack{dst: id, req: 1}).encode(nil))
 		p.send(amClose, le.AppendUint32(nil, id))
+		var sq [seqEagerHdr]byte
+		putSeqHdr(sq[:], id, 1, 0, amEager)
+		putEagerHdr(sq[seqHdr:], 2, id)
+		p.send(amSeq, append(sq[:], "forged"...))
 		if id == vToL.id {
-			forged += 5 // the others name no endpoint: closed drops
+			forged += 6 // the others name no endpoint: closed drops
 		}
 	}
 	la, err := UnpackAddress(l.Address())

@@ -64,17 +64,22 @@ func (ep *Endpoint) seqTagSlow(buf []byte, tag uint64) error {
 	return ep.seqPost(b)
 }
 
-// onSeq receives a sequenced message (inside iface Progress). An eager
-// tag message of ep next in order, on an endpoint of one lane with
-// nothing held and no send waiting, is numbered delivered, its
-// acknowledgement noted and matched here; any other message takes
-// onSeqLocked.
+// onSeq receives a sequenced message (inside iface Progress) on an iface
+// that does not name sources; boundSeq is its bound form.
 func (w *Worker) onSeq(arg any, data []byte, flags uct.AMFlags) {
 	if len(data) < seqHdr || data[12] != amEager && !seqInnerOK(data[12]) {
 		return
 	}
 	w.lockCB()
-	ep := w.epByID(le.Uint32(data))
+	w.onSeqEP(arg, w.epByID(le.Uint32(data)), data, flags)
+}
+
+// onSeqEP receives a well-formed sequenced message for ep (nil: none)
+// under the lock, which it releases. An eager tag message of ep next in
+// order, with nothing held and no send waiting, is numbered delivered,
+// its acknowledgement noted and matched here, whatever lane brought it;
+// any other message takes onSeqLocked.
+func (w *Worker) onSeqEP(arg any, ep *Endpoint, data []byte, flags uct.AMFlags) {
 	if ep == nil || ep.fo == nil {
 		w.onSeqLocked(arg, ep, data, flags)
 		return
@@ -84,12 +89,11 @@ func (w *Worker) onSeq(arg any, data []byte, flags uct.AMFlags) {
 	// the low 32 bits of the next number are the next number: the window
 	// holds far fewer than 2^31 (failover.Unwrap32)
 	if data[12] != amEager || len(data) < seqEagerHdr || le.Uint32(data[4:]) != uint32(next) ||
-		le.Uint32(data[seqHdr+8:]) != ep.id || ep.err != nil || len(ep.lanes) != 1 || !ep.queue.empty() ||
-		!f.win.InOrder(next) {
+		le.Uint32(data[seqHdr+8:]) != ep.id || ep.err != nil || !ep.queue.empty() || !f.win.InOrder(next) {
 		w.onSeqLocked(arg, ep, data, flags)
 		return
 	}
-	ep.lanes[0].hd.got() // heardOn: a lane's messages come from its bound source
+	ep.heardOn(arg)
 	if a := le.Uint32(data[8:]); int32(a-f.ackIn) > 0 {
 		f.ackIn = a
 	}

@@ -46,9 +46,11 @@ type seqMsg struct {
 }
 
 // putSeqHdr writes the header of a sequenced message into b[:seqHdr].
+// dst and seq go in one 8-byte store: a short send reads them back as
+// one word (sendSeq), which a load spanning two smaller stores would
+// stall.
 func putSeqHdr(b []byte, dst, seq, ack uint32, id uint8) {
-	le.PutUint32(b, dst)
-	le.PutUint32(b[4:], seq)
+	le.PutUint64(b, uint64(dst)|uint64(seq)<<32)
 	le.PutUint32(b[8:], ack)
 	b[12] = id
 }

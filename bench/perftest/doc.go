@@ -185,29 +185,53 @@
 // message also travels in ucp's sequenced channel. The sender writes the
 // sequence header, the eager header and the payload straight into its
 // replay log's next cell (cells keep their buffers across
-// acknowledgements) and posts that cell; the receiver counts the message
-// on its lane (a counter for the probes; the clock is read on one message
-// in 16 and at probe rounds, for a failover event's Detect), notes the
-// acknowledgement it carries (the sender's log takes it every 16
-// messages) and matches it at once. Paired profiles of BenchmarkTagCPU
-// (2,000,000 round trips each, off then same, load about 14) put what
-// the channel adds at about 32 CPU-ns per message:
+// acknowledgements) and posts that cell; the receiver's bound handler of
+// sequenced messages (boundSeq) checks the lane, numbers the message,
+// counts it on its lane (a counter for the probes; the clock is read on
+// one message in 16 and at probe rounds, for a failover event's Detect),
+// notes the acknowledgement it carries (the sender's log takes it every
+// 16 messages, or at once when it covers the whole log) and matches it,
+// under one lock and one lookup of the endpoint, whatever lanes the
+// endpoint has. The bound handlers are kept out of line (go:noinline):
+// the copy of a closure that inlining its maker makes is compiled
+// without inlining what it calls, which cost BenchmarkTagCPU 12-18 % of
+// its CPU time per round trip (figures below). Paired profiles of BenchmarkTagCPU
+// (2,000,000 round trips each, off then any, load about 10) put what the
+// channel adds at about 14 CPU-ns per message (400 against 372 CPU-ns
+// per round trip):
 //
-//	UCGO_FAILOVER=off  perf record -F 20000 -o off.data  ./ucp.test -test.run XXX -test.bench '^BenchmarkTagCPU$/^peer$' -test.benchtime 2000000x
-//	UCGO_FAILOVER=same perf record -F 20000 -o same.data ./ucp.test -test.run XXX -test.bench '^BenchmarkTagCPU$/^peer$' -test.benchtime 2000000x
+//	UCGO_FAILOVER=off perf record -F 20000 -o off.data ./ucp.test -test.run XXX -test.bench '^BenchmarkTagCPU$/^peer$' -test.benchtime 2000000x
+//	UCGO_FAILOVER=any perf record -F 20000 -o any.data ./ucp.test -test.run XXX -test.bench '^BenchmarkTagCPU$/^peer$' -test.benchtime 2000000x
 //
 //	part                          ns  functions
-//	send path                    +15  sendTagSeq (headers, payload copy into the cell,
-//	                                  Commit, TakeAck) against sendTag
-//	replay log cells              +7  MsgLog.Slot, MsgLog.Ack
-//	receive path                  +7  onSeq (lookup, counter, ack, window) against
-//	                                  onEager and decodeEager
-//	uct receive                   +4  shm deliver of the 13 more bytes
+//	send path                   +6.5  seqTag (headers, payload copy into the
+//	                                  cell, Commit, TakeAck) against tagShort
+//	receive path                +4.9  boundSeq (lane, number, counter, ack)
+//	                                  against boundEager and decodeEager
+//	clock                       +1.5  the time-stamp counter read of one
+//	                                  message in 16
+//	uct                         +1-4  shm AMShort and deliver of the 13 more
+//	                                  bytes (within the profiles' noise)
 //
-// that is about 10 % of a round trip of 630 CPU-ns, where per-message
-// clock reads, a buffer taken from a free list and copied, a callback per
-// acknowledged message and a second lookup of the endpoint cost about
-// 40 %.
+// Between two processes, BenchmarkTagLatencyFailover gives each process
+// a worker with failover off and one with it on and takes turns between
+// the two pairs in blocks of 200 round trips; its figures are medians
+// over the blocks, so a load that comes and goes weighs on both pairs
+// and a preempted block drops out. Alternating a build without the
+// bound sequenced handler and the out-of-line bound handlers (before)
+// with this one (after), the median on/off of the 8-byte one-way
+// latency was, with failover any and same:
+//
+//	host state                       pairs (any, same)  any before  after  same before  after
+//	one-way about 0.2 µs, quiet spell        6, 6             1.27   1.08         1.15   1.06
+//	one-way about 0.5 µs, load 11-24        24, 16            1.14   1.05         1.10   1.04
+//
+//	./ucp.test -test.run XXX -test.bench 'BenchmarkTagLatencyFailover/any$' -test.benchtime 40000x
+//
+// The off path's CPU time fell as well, once boundEager was kept out of
+// line (BenchmarkTagCPU/peer with failover off, 3 alternated pairs of
+// 300000 round trips at a load of about 7: 635, 432 and 472 CPU-ns per
+// round trip before, 556, 361 and 386 after).
 //
 // A failover run streams across an injected fault instead of measuring a
 // test:
