@@ -95,8 +95,8 @@ type Child struct {
 }
 
 // Start starts this test binary as a child playing s.Role. The child's
-// stderr is the parent's. When t ends, the child's stdin is closed and
-// the child is killed and reaped.
+// stderr is the parent's. When t ends, the child's stdin is closed, the
+// child is killed and reaped, and any data race it reported fails t.
 func Start(t testing.TB, s Spec) *Child {
 	t.Helper()
 	cmd := s.Cmd
@@ -108,10 +108,8 @@ func Start(t testing.TB, s Spec) *Child {
 		cmd = exec.Command(self, Args...)
 	}
 	cmd.Env = append(os.Environ(), RoleEnv+"="+s.Role)
-	if os.Getenv("GORACE") == "" {
-		// a race-enabled child would sleep 1 s at exit
-		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
-	}
+	raceLogs := raceLogPrefix(t)
+	cmd.Env = append(cmd.Env, "GORACE="+childGORACE(os.Getenv("GORACE"), raceLogs))
 	cmd.Env = append(cmd.Env, s.Env...)
 	cmd.Stderr = os.Stderr
 	inR, inW, err := os.Pipe()
@@ -142,6 +140,7 @@ func Start(t testing.TB, s Spec) *Child {
 		} else {
 			cmd.Wait()
 		}
+		reportRaces(t, s.Role, raceLogs)
 	})
 	return c
 }

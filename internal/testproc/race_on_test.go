@@ -1,0 +1,5 @@
+//go:build race
+
+package testproc
+
+const raceEnabled = true
