@@ -55,13 +55,15 @@
 //     for the size (the table names it). Ours picks short, bcopy or zcopy
 //     by size itself.
 //
-// Figures: latency is the median ("typical", ucx_perftest's 50th
-// percentile) in µs: one-way for ping-pong tests, the time per operation
-// posted for bandwidth tests (ucx_perftest's "overhead"). Bandwidth is MB/s
-// (2^20 bytes): the overall figure (bytes over the wall time of the
-// measured phase) for bandwidth tests, size over the median one-way
-// latency for latency tests, whose overall figures carry every stall of a
-// loaded machine. Both tools count one-way messages in the rates of
+// Figures: latency is the typical latency in µs, the same statistic in
+// both tools (the lower median of the last 2048 iteration times,
+// ucx_perftest's timing queue; see bench/perftest's doc): one-way for
+// ping-pong tests, the time per operation posted for bandwidth tests
+// (ucx_perftest's "overhead"). Bandwidth is MB/s (2^20 bytes): the
+// overall figure (bytes over the wall time of the measured phase) for
+// bandwidth tests, size over the typical one-way latency for latency
+// tests, whose overall figures carry every stall of a loaded machine.
+// Both tools count one-way messages in the rates of
 // ping-pong tests. ucx_perftest sometimes prints "inf" for an average; that figure
 // is recorded as 0. Sizes a tool cannot run (say am_lat beyond the
 // transport's AM limit) show "–" and are listed under the table with the

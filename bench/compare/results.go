@@ -90,8 +90,8 @@ func svgNames(cfg *config) string {
 // markdown prints one table per transport: the typical (median) latency
 // and the overall bandwidth of both tools and their ratios ucgo/UCX.
 func (res *results) markdown(w io.Writer) {
-	fmt.Fprintf(w, "ucgo vs %s; latency: median (typical) µs, one-way for ping-pongs, per operation posted for\n", orUCX(res.UCXVersion))
-	fmt.Fprintf(w, "bandwidth tests; bandwidth: MB/s (2^20 B), overall for bandwidth tests, size / median latency for latency tests;\n")
+	fmt.Fprintf(w, "ucgo vs %s; latency: typical µs (both tools: median of the last 2048 iterations), one-way for ping-pongs, per operation posted for\n", orUCX(res.UCXVersion))
+	fmt.Fprintf(w, "bandwidth tests; bandwidth: MB/s (2^20 B), overall for bandwidth tests, size / typical latency for latency tests;\n")
 	fmt.Fprintf(w, "medians of up to %d pairs of back-to-back runs; ratio: the median of the pairs' ratios ucgo/UCX (latency < 1 and\n", res.Repeats)
 	fmt.Fprintf(w, "bandwidth > 1 mean ucgo is faster), each pair measured within one state of the host.\n")
 	var trs []string

@@ -66,10 +66,40 @@
 // monotonic clock; the monotonic clock where the counter is not
 // invariant; like ucx_perftest's timing queue, each iteration keeps the
 // raw difference of two counter reads, and the phase's samples become
-// nanoseconds after it ends), so
-// besides ucx_perftest's columns (iterations; latency average and
-// overall; bandwidth and message rate, average and overall) the table
-// shows the median ("typical") and the 99th percentile (internal/report).
+// nanoseconds after it ends). Latencies are one-way (half an iteration)
+// for ping-pong tests and per iteration otherwise; the figures of a size
+// are (internal/report):
+//
+//   - typical (lat_median_us): ucx_perftest's typical latency, the same
+//     statistic. ucx_perftest's libperf keeps the times of only the last
+//     2048 iterations (TIMING_QUEUE_SIZE) in a ring, its timing queue,
+//     and reports the element of index floor((n-1)/2) of those n sorted
+//     times (its percentile rank, -R, defaults to 50): the median of the
+//     last 2048 iterations, the lower middle one of an even count. Ours
+//     takes the same element of the same last 2048 iteration times, not
+//     the median of the whole phase, which differs from it when the
+//     phase's start and end run at different speeds. One difference is
+//     left: at the end of a bandwidth test ucx_perftest puts the time of
+//     its final flush into the queue as one more entry (it replaces the
+//     oldest of 2048; with fewer iterations than that it is not counted);
+//     ours keeps the flush out, which moves the median by at most one
+//     rank.
+//   - 99%ile (lat_p99_us): the 99th percentile of every iteration of the
+//     phase (nearest rank); ucx_perftest has no such column (-R 99 would
+//     turn its typical into the 99th percentile of its last 2048).
+//   - average (lat_avg_us, and bw_avg_mbs and msg_rate_avg derived from
+//     it): the mean time of every iteration of the phase. ucx_perftest's
+//     average is the elapsed time since its last progress report (one a
+//     second) over the iterations since then, end of the final flush
+//     included: the same figure, flush aside, for phases under a second.
+//   - overall (lat_overall_us, bw_mbs, msg_rate): the wall time of the
+//     whole measured phase, final flush or acknowledgement included, over
+//     its iterations, as ucx_perftest's overall.
+//
+// Bandwidths are MB/s of 2^20 bytes and rates messages per second, one-way
+// messages for ping-pongs, as ucx_perftest's. Runs of more than 2^24
+// iterations keep every k-th iteration for the all-sample figures and
+// still every one of the last 2048 for the typical latency.
 // --json prints one object per size and line with the fields test,
 // transport, size, iterations, lat_median_us, lat_avg_us, lat_p99_us,
 // lat_overall_us, bw_avg_mbs, bw_mbs (overall), msg_rate_avg and msg_rate

@@ -168,8 +168,8 @@ func runSide(cfg *config, ch oob, initiator bool, out *report.Writer, progress i
 			fmt.Fprint(m.progress, "\r\x1b[K")
 		}
 		if out != nil {
-			res := report.Compute(report.Run{Test: t.name, Transport: cfg.Transport, Size: size,
-				Iterations: cfg.Iters, PingPong: t.kind == pingPong, Elapsed: elapsed}, rec.Samples())
+			res := rec.Result(report.Run{Test: t.name, Transport: cfg.Transport, Size: size,
+				Iterations: cfg.Iters, PingPong: t.kind == pingPong, Elapsed: elapsed})
 			if err := out.Write(res); err != nil {
 				return err
 			}

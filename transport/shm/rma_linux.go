@@ -110,7 +110,7 @@ func (ep *Endpoint) PutShort(buf []byte, raddr uint64, rk uct.RKey) error {
 					// one 8-byte load and store, not a call of memmove
 					binary.LittleEndian.PutUint64(w, binary.LittleEndian.Uint64(buf))
 				} else {
-					copy(w, buf)
+					putCopy(w, buf)
 				}
 				return nil
 			}
@@ -122,7 +122,8 @@ func (ep *Endpoint) PutShort(buf []byte, raddr uint64, rk uct.RKey) error {
 
 func (ep *Endpoint) PutBcopy(buf []byte, raddr uint64, rk uct.RKey) (int, error) {
 	if w, ok := ep.directPut(rk, raddr, len(buf)); ok {
-		return copy(w, buf), nil
+		putCopy(w, buf)
+		return len(buf), nil
 	}
 	return ep.rma1("put_bcopy", true, buf, raddr, rk)
 }
@@ -131,7 +132,7 @@ func (ep *Endpoint) PutBcopy(buf []byte, raddr uint64, rk uct.RKey) (int, error)
 func (ep *Endpoint) PutZcopy(iov [][]byte, raddr uint64, rk uct.RKey, comp *uct.Completion) error {
 	if len(iov) == 1 {
 		if w, ok := ep.directPut(rk, raddr, len(iov[0])); ok {
-			copy(w, iov[0])
+			putCopy(w, iov[0])
 			return nil
 		}
 	}

@@ -13,12 +13,22 @@ import (
 // keep every k-th sample.
 const MaxSamples = 1 << 24
 
+// TimingQueue is the number of most recent iterations the typical latency
+// is taken from: ucx_perftest's TIMING_QUEUE_SIZE, the length of the ring
+// its libperf keeps the iteration times in (ucx_perf_update writes it,
+// ucx_perf_calc_result takes the percentile of it).
+const TimingQueue = 2048
+
 // Recorder keeps per-iteration durations. Create it before the measured
 // loop; Add does not allocate.
 type Recorder struct {
 	samples []uint32 // nanoseconds, saturated at 2^32-1
 	stride  int
 	skip    int
+	// Strided recorders only: the last TimingQueue iterations, every one
+	// of them, in a ring; n counts the iterations added.
+	last *[TimingQueue]uint32
+	n    int
 }
 
 // NewRecorder returns a recorder for iters iterations, its memory
@@ -36,22 +46,21 @@ func NewRecorder(iters int) *Recorder {
 	for i := 0; i < len(samples); i += 1024 {
 		samples[i] = 1
 	}
-	return &Recorder{samples: samples[:0], stride: stride}
+	r := &Recorder{samples: samples[:0], stride: stride}
+	if stride > 1 {
+		r.last = new([TimingQueue]uint32)
+		for i := 0; i < len(r.last); i += 1024 {
+			r.last[i] = 1
+		}
+	}
+	return r
 }
 
 // Reset forgets the samples and keeps the memory.
-func (r *Recorder) Reset() { r.samples, r.skip = r.samples[:0], 0 }
+func (r *Recorder) Reset() { r.samples, r.skip, r.n = r.samples[:0], 0, 0 }
 
 // Add records one iteration's duration.
 func (r *Recorder) Add(d time.Duration) {
-	if r.skip > 0 {
-		r.skip--
-		return
-	}
-	r.skip = r.stride - 1
-	if len(r.samples) == cap(r.samples) {
-		return
-	}
 	ns := d.Nanoseconds()
 	switch {
 	case ns < 0:
@@ -59,7 +68,7 @@ func (r *Recorder) Add(d time.Duration) {
 	case ns > math.MaxUint32:
 		ns = math.MaxUint32
 	}
-	r.samples = append(r.samples, uint32(ns))
+	r.AddCount(uint64(ns))
 }
 
 // AddCount records one iteration's duration as a count of some clock's
@@ -67,18 +76,32 @@ func (r *Recorder) Add(d time.Duration) {
 // nothing per iteration; Scale converts the samples afterwards. A
 // recorder holds samples of one unit: all from Add or all from AddCount.
 func (r *Recorder) AddCount(c uint64) {
+	if c > math.MaxUint32 {
+		c = math.MaxUint32
+	}
+	if r.stride > 1 {
+		r.addStrided(uint32(c))
+		return
+	}
+	if len(r.samples) == cap(r.samples) {
+		return
+	}
+	r.samples = append(r.samples, uint32(c))
+}
+
+// addStrided keeps every stride-th iteration in samples and every
+// iteration in the ring of the last TimingQueue.
+func (r *Recorder) addStrided(c uint32) {
+	r.last[r.n%TimingQueue] = c
+	r.n++
 	if r.skip > 0 {
 		r.skip--
 		return
 	}
 	r.skip = r.stride - 1
-	if len(r.samples) == cap(r.samples) {
-		return
+	if len(r.samples) < cap(r.samples) {
+		r.samples = append(r.samples, c)
 	}
-	if c > math.MaxUint32 {
-		c = math.MaxUint32
-	}
-	r.samples = append(r.samples, uint32(c))
 }
 
 // Scale multiplies every sample by f, saturating at 2^32-1: with f the
@@ -86,7 +109,14 @@ func (r *Recorder) AddCount(c uint64) {
 // nanoseconds. A saturated sample stays saturated (2^32-1 ns): it stands
 // for an iteration too long to count, not for its length.
 func (r *Recorder) Scale(f float64) {
-	for i, v := range r.samples {
+	scale(r.samples, f)
+	if r.last != nil {
+		scale(r.last[:min(r.n, TimingQueue)], f)
+	}
+}
+
+func scale(s []uint32, f float64) {
+	for i, v := range s {
 		if v == math.MaxUint32 {
 			continue
 		}
@@ -97,15 +127,29 @@ func (r *Recorder) Scale(f float64) {
 		case ns > math.MaxUint32:
 			ns = math.MaxUint32
 		}
-		r.samples[i] = uint32(ns)
+		s[i] = uint32(ns)
 	}
 }
 
 // Len is the number of samples kept.
 func (r *Recorder) Len() int { return len(r.samples) }
 
-// Samples returns the kept samples in nanoseconds (not a copy).
+// Samples returns the kept samples in nanoseconds, in iteration order
+// (not a copy).
 func (r *Recorder) Samples() []uint32 { return r.samples }
+
+// Last returns the durations of the last TimingQueue iterations (all of
+// them if fewer were recorded), every iteration even where Samples keeps
+// every k-th, in no particular order (not a copy).
+func (r *Recorder) Last() []uint32 {
+	if r.last != nil {
+		return r.last[:min(r.n, TimingQueue)]
+	}
+	return tail(r.samples)
+}
+
+// tail is the last TimingQueue of samples.
+func tail(samples []uint32) []uint32 { return samples[max(0, len(samples)-TimingQueue):] }
 
 // Result is the figures of one message size. Latencies are microseconds,
 // bandwidths MB/s (2^20 bytes), message rates messages per second.
@@ -137,8 +181,17 @@ type Run struct {
 const mbyte = 1 << 20
 
 // Compute derives the figures of run from its samples (nanoseconds per
-// iteration). With no samples the sample-based figures come from Elapsed.
-func Compute(run Run, samples []uint32) Result {
+// iteration, every iteration, in order): the typical latency from the
+// last TimingQueue of them, the other sample-based figures from all. With
+// no samples the sample-based figures come from Elapsed.
+func Compute(run Run, samples []uint32) Result { return compute(run, samples, tail(samples)) }
+
+// Result derives the figures of run from the recorder's samples: the
+// typical latency from the last TimingQueue iterations (Last), the other
+// sample-based figures from Samples.
+func (r *Recorder) Result(run Run) Result { return compute(run, r.Samples(), r.Last()) }
+
+func compute(run Run, samples, last []uint32) Result {
 	r := Result{Test: run.Test, Transport: run.Transport, Size: run.Size, Iterations: run.Iterations}
 	factor := 1.0
 	if run.PingPong {
@@ -157,8 +210,10 @@ func Compute(run Run, samples []uint32) Result {
 			sum += float64(v)
 		}
 		avgNS = sum / float64(len(s))
-		medNS = percentile(s, 50)
 		p99NS = percentile(s, 99)
+	}
+	if len(last) > 0 {
+		medNS = typical(last)
 	}
 	r.LatMedian = medNS / factor / 1e3
 	r.LatP99 = p99NS / factor / 1e3
@@ -171,6 +226,16 @@ func Compute(run Run, samples []uint32) Result {
 	r.BWAvg = r.RateAvg * float64(run.Size) / mbyte
 	r.BW = r.Rate * float64(run.Size) / mbyte
 	return r
+}
+
+// typical is ucx_perftest's typical latency of the iteration times in
+// last (its timing queue): with its default percentile rank of 50, the
+// element of index floor((n-1)*50/100) of the n sorted times, the lower
+// middle one where n is even.
+func typical(last []uint32) float64 {
+	s := slices.Clone(last)
+	slices.Sort(s)
+	return float64(s[(len(s)-1)/2])
 }
 
 func perSecond(ns float64) float64 {

@@ -156,3 +156,66 @@ func TestProgress(t *testing.T) {
 		t.Errorf("stream: %q, want %q", got, want)
 	}
 }
+
+// The typical latency is ucx_perftest's: the lower median of the last
+// TimingQueue iteration times, not the median of every sample.
+func TestTypicalIsUCXTimingQueue(t *testing.T) {
+	run := Run{Test: "put_lat", Size: 8, Iterations: 4000, PingPong: true, Elapsed: time.Millisecond}
+	// 2000 iterations of 100 ns, then 2000 of 300 ns: the median of all
+	// is 200 ns; of the last 2048 (48 of 100 ns, 2000 of 300 ns), 300 ns.
+	rec := NewRecorder(run.Iterations)
+	for i := range run.Iterations {
+		rec.Add(time.Duration(100 + 200*(i/2000)))
+	}
+	if r := rec.Result(run); r.LatMedian != 0.150 {
+		t.Errorf("typical of a slower second half: %v µs one-way, want 0.150 (300 ns round trip)", r.LatMedian)
+	}
+	if r := Compute(run, rec.Samples()); r.LatMedian != 0.150 {
+		t.Errorf("Compute: typical %v µs, want 0.150", r.LatMedian)
+	}
+	// An even count takes the lower of the two middle times, as
+	// ucx_perftest's index floor((n-1)/2) does: 1024 of 100 ns and 1024 of
+	// 300 ns give 100 ns, not their mean.
+	rec = NewRecorder(TimingQueue)
+	for i := range TimingQueue {
+		rec.Add(time.Duration(100 + 200*(i%2)))
+	}
+	run.Iterations = TimingQueue
+	if r := rec.Result(run); r.LatMedian != 0.050 {
+		t.Errorf("typical of an even count: %v µs one-way, want 0.050", r.LatMedian)
+	}
+	// The average still counts every sample.
+	if r := rec.Result(run); r.LatAvg != 0.100 {
+		t.Errorf("average %v µs, want 0.100", r.LatAvg)
+	}
+}
+
+// A strided recorder keeps every one of the last TimingQueue iterations
+// for the typical latency, and scales them with the samples.
+func TestRecorderLastStrided(t *testing.T) {
+	r := NewRecorder(2*MaxSamples + 1)
+	if r.stride != 2 {
+		t.Fatalf("stride %d", r.stride)
+	}
+	const n = 5000
+	for i := range n {
+		r.AddCount(uint64(i))
+	}
+	last := slices.Clone(r.Last())
+	slices.Sort(last)
+	if len(last) != TimingQueue || last[0] != n-TimingQueue || last[len(last)-1] != n-1 {
+		t.Fatalf("last: %d times from %d to %d, want %d from %d to %d", len(last), last[0], last[len(last)-1], TimingQueue, n-TimingQueue, n-1)
+	}
+	r.Scale(2)
+	if got := slices.Max(r.Last()); got != 2*(n-1) {
+		t.Errorf("scaled last max %d, want %d", got, 2*(n-1))
+	}
+	if len(r.Samples()) != n/2 {
+		t.Errorf("%d strided samples, want %d", len(r.Samples()), n/2)
+	}
+	r.Reset()
+	r.AddCount(7)
+	if l := r.Last(); len(l) != 1 || l[0] != 7 {
+		t.Errorf("after Reset: %v", l)
+	}
+}
