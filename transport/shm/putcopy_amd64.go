@@ -27,6 +27,9 @@ var haveVec = cpu.X86.HasAVX
 func putCopy(w, buf []byte) {
 	// 129 <= len(buf) <= 256 in one compare, so that putCopy inlines.
 	if haveVec && uint(len(buf)-129) < 128 {
+		if raceBuild {
+			raceCopy(w, buf)
+		}
 		copyVec(w[:len(buf)], buf)
 		return
 	}

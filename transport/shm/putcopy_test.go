@@ -2,9 +2,13 @@ package shm
 
 import (
 	"bytes"
+	"os"
+	"os/exec"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ucgo/ucgo/internal/testproc"
 )
 
 // putCopy copies every length from 0 to 300 bytes (the vector path's 129
@@ -61,4 +65,39 @@ func BenchmarkPutCopy(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestPutCopyRaceSeen: the race detector sees putCopy's vector copy as a
+// read of the source and a write of the destination, so a put racing
+// with a store into its buffer is reported, as it is for copy. The race
+// happens in a child, whose report is read from its stderr.
+func TestPutCopyRaceSeen(t *testing.T) {
+	if !raceEnabled {
+		t.Skip("needs the race detector (go test -race)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, testproc.Args...)
+	cmd.Env = append(os.Environ(), testproc.RoleEnv+"="+putCopyRaceRole, "GORACE=atexit_sleep_ms=0")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !bytes.Contains(out, []byte("WARNING: DATA RACE")) || !bytes.Contains(out, []byte("putCopy")) {
+		t.Fatalf("a vector put copy racing with a store into its source: exit %v, output:\n%s", err, out)
+	}
+}
+
+// putCopyRaceRole copies 200 bytes with putCopy while another goroutine
+// stores into the source.
+const putCopyRaceRole = "putcopy-race"
+
+func init() {
+	testproc.Register(putCopyRaceRole, func() error {
+		src, dst := make([]byte, 200), make([]byte, 200)
+		done := make(chan struct{})
+		go func() { src[100] = 1; close(done) }()
+		putCopy(dst, src)
+		<-done
+		return nil
+	})
 }
