@@ -2,8 +2,10 @@
 
 package verbs
 
-// racePosted and raceArrived annotate the network for the race detector
-// (race_unsafe.go); they do nothing in other builds.
+// racePosted, raceArrived and raceTouched annotate the network for the
+// race detector (race_unsafe.go); they do nothing in other builds.
 func racePosted() {}
 
 func raceArrived() {}
+
+func raceTouched() {}

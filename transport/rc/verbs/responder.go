@@ -294,6 +294,7 @@ func (qp *QP) recvWrite(p *roce.Packet) bool {
 	}
 	raceArrived()
 	copy(r.wrBuf[r.wrOff:], p.Payload)
+	raceTouched()
 	r.wrOff += n
 	if op.IsLast() || op.IsOnly() {
 		r.inWrite = false
@@ -445,6 +446,7 @@ func (qp *QP) respondLocked(budget int) int {
 			budget--
 		case itemRead:
 			res := it.res
+			raceArrived()
 			for it.cur < res.npkts && budget > 0 {
 				i := it.cur
 				first, last := i == 0, i == res.npkts-1
@@ -471,6 +473,7 @@ func (qp *QP) respondLocked(budget int) int {
 				it.cur++
 				budget--
 			}
+			raceTouched()
 			if it.cur < res.npkts {
 				// Out of budget: the rest on the next pass.
 				r.out = r.out[k:]
