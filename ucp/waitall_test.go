@@ -44,11 +44,13 @@ func TestWaitAllIfaces(t *testing.T) {
 		t.Fatalf("%d ifaces, want 2", len(w.ifaces))
 	}
 	var cs [2]*waitCounter
+	w.stopEventDrain() // its readers hold the ifaces being wrapped
 	for i, wi := range w.ifaces {
 		cs[i] = &waitCounter{Iface: wi.it.(*rc.Iface)}
 		wi.it = cs[i]
 		wi.use()
 	}
+	w.startEventDrain()
 	for round := range 3 {
 		cs[1].Wake() // the event, on the second iface
 		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
