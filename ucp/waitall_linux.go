@@ -39,7 +39,11 @@ func waitAll(ctx context.Context, wis []*wiface, slice time.Duration) bool {
 	})
 	defer stop()
 	var pbuf [len(buf)]unix.PollFd
-	pfd := pbuf[:len(fds)]
+	pfd := pbuf[:0]
+	if len(fds) > len(pbuf) {
+		pfd = make([]unix.PollFd, 0, len(fds))
+	}
+	pfd = pfd[:len(fds)]
 	for i, fd := range fds {
 		pfd[i] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
 	}
