@@ -117,31 +117,22 @@ func (w *Worker) waitIfaces(ctx context.Context) {
 		w.ifaces[0].it.Wait(ctx)
 		return
 	}
-	var act [8]*wiface
+	var act *wiface
 	nact := 0
 	for _, wi := range w.ifaces {
 		if wi.used.Load() {
-			if nact < len(act) {
-				act[nact] = wi
-			}
+			act = wi
 			nact++
 		}
 	}
 	if nact == 1 {
 		c, cancel := context.WithTimeout(ctx, idleWaitSlice)
-		act[0].it.Wait(c)
+		act.it.Wait(c)
 		cancel()
 		return
 	}
-	// Several ifaces (or none) carry traffic: sleep on all of them at
-	// once where they allow it, else on each in turn for a short slice.
-	wis := w.ifaces
-	if nact > 1 && nact <= len(act) {
-		wis = act[:nact]
-	}
-	if waitAll(ctx, wis, idleWaitSlice) {
-		return
-	}
+	// Several ifaces (or none) carry traffic: sleep on each in turn for
+	// a short slice.
 	for _, wi := range w.ifaces {
 		c, cancel := context.WithTimeout(ctx, time.Millisecond)
 		wi.it.Wait(c)

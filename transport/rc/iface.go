@@ -670,29 +670,16 @@ func (it *Iface) Wait(ctx context.Context) error {
 	}
 	stop := context.AfterFunc(ctx, it.Wake)
 	defer stop()
-	var fds [3]int
-	if err := pollFDs(it.WaitFDs(fds[:0])...); err != nil {
+	fds := [3]int{it.ch.Fd(), it.wakeFD.Int(), it.dev.Fd()}
+	n := len(fds)
+	if it.md.shared() && it.dev.Sleep() {
+		n--
+	}
+	if err := pollFDs(fds[:n]...); err != nil {
 		return err
 	}
-	it.WaitDone()
-	return ctx.Err()
-}
-
-// WaitFDs appends the descriptors Wait polls (uct.FDWaiter): the
-// completion channel, the wake-up eventfd and, unless the device's
-// background goroutine watches it (see Wait), the device's socket.
-func (it *Iface) WaitFDs(fds []int) []int {
-	fds = append(fds, it.ch.Fd(), it.wakeFD.Int())
-	if it.md.shared() && it.dev.Sleep() {
-		return fds
-	}
-	return append(fds, it.dev.Fd())
-}
-
-// WaitDone drains the wake-up eventfd after a poll of WaitFDs'
-// descriptors (uct.FDWaiter).
-func (it *Iface) WaitDone() {
 	drainEventFD(it.wakeFD.Int())
+	return ctx.Err()
 }
 
 // Wake makes a concurrent Wait return.
