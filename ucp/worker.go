@@ -73,6 +73,7 @@ type Worker struct {
 	cfg    Config
 	uuid   uint64
 	ifaces []*wiface
+	pgroup uct.ProgressGroup // Progress drives the ifaces as one loop
 	addr   []byte
 	m      *match.Matcher
 
@@ -125,7 +126,7 @@ func (c *Context) NewWorker() (*Worker, error) {
 	a := Address{UUID: w.uuid, Host: c.host}
 	var errs error
 	for _, md := range c.mds {
-		it, err := md.md.OpenIface(uct.IfaceParams{ErrorHandler: w.onIfaceError})
+		it, err := md.md.OpenIface(uct.IfaceParams{ErrorHandler: w.onIfaceError, Group: &w.pgroup})
 		if err != nil {
 			errs = multierr.Append(errs, err)
 			continue

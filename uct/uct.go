@@ -97,6 +97,9 @@ type IfaceParams struct {
 	TxQueueLen int
 	// Options are transport-specific settings (key=value).
 	Options map[string]string
+	// Group, if not nil, is the progress loop that drives the iface
+	// along with others (see ProgressGroup).
+	Group *ProgressGroup
 }
 
 // Cap is a capability flag of an iface.

@@ -131,6 +131,12 @@ func (m *MD) OpenIface(p uct.IfaceParams) (uct.Iface, error) {
 		it.release()
 		return nil, err
 	}
+	if p.Group != nil {
+		if err := it.cq.SetProgressGroup(p.Group); err != nil {
+			it.release()
+			return nil, fmt.Errorf("rc: open iface: %w", err)
+		}
+	}
 	m.mu.Lock()
 	m.ifaces[it] = struct{}{}
 	m.mu.Unlock()

@@ -25,6 +25,7 @@ type CQ struct {
 	// overrun is set once the CQ overflowed; later completions are lost.
 	overrun bool
 	closed  bool
+	group   *uct.ProgressGroup // the loop that polls it (group.go)
 }
 
 // CreateCQ creates a completion queue with room for cqe entries; ch, if not
@@ -51,7 +52,7 @@ func (cq *CQ) Poll(wc []WC) int {
 	d := cq.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.progressLocked()
+	d.progressFor(cq.group)
 	return cq.popLocked(wc)
 }
 
@@ -110,6 +111,8 @@ func (cq *CQ) destroy() error {
 		return fmt.Errorf("verbs: destroy cq: %d QPs use it: %w", cq.users, uct.ErrBusy)
 	}
 	cq.closed = true
+	cq.d.dropGroupLocked(cq.group)
+	cq.group = nil
 	return nil
 }
 

@@ -189,6 +189,12 @@ type Device struct {
 	wdIv     int64
 	wdArmed  int64
 	sleeping atomic.Bool // an owner went to sleep (Sleep)
+	// The progress groups of the CQs' owners (group.go): references by
+	// group under mu, the list the watchdog reads, and the offset of
+	// epoch on the groups' clock.
+	grpRefs map[*uct.ProgressGroup]int
+	groups  atomic.Pointer[[]*uct.ProgressGroup]
+	grpOff  int64
 
 	closed bool
 	stop   chan struct{}
@@ -234,6 +240,7 @@ func Open(cfg Config) (*Device, error) {
 		epoch:  time.Now(),
 		stop:   make(chan struct{}),
 	}
+	d.grpOff = uct.GroupClock(d.epoch)
 	if d.mtu == 0 {
 		return nil, fmt.Errorf("verbs: open %s: netdev MTU %d too small for RoCE: %w", name, netMTU, uct.ErrUnsupported)
 	}

@@ -94,7 +94,12 @@
 // and of the socket only while it watches for packets; so while an owner
 // polls it never wakes, and neither does an idle thread of the runtime
 // on its behalf. Many sleepers on one device (the workers of a process)
-// leave the socket to it instead of all waking for every packet. A
+// leave the socket to it instead of all waking for every packet. An
+// owner that drives several devices from one loop (a ucp worker with one
+// rc iface per netdev) names the loop with CQ.SetProgressGroup; the
+// goroutine leaves a device alone while that loop runs a pass on a
+// sibling device or started one within the interval, up to eight
+// intervals without an engine run (group.go). A
 // caller with its own event loop uses Device.Fd (readable when packets
 // wait) and Device.NextTimeout, or Device.Wait.
 //

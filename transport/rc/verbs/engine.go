@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ucgo/ucgo/internal/roce"
+	"github.com/ucgo/ucgo/uct"
 )
 
 // now returns the engine's monotonic clock in ns.
@@ -140,7 +141,11 @@ const rxTransmitEvery = 64
 // is not starved by a flood.
 const maxRxRounds = 16
 
-func (d *Device) progressLocked() {
+func (d *Device) progressLocked() { d.progressFor(nil) }
+
+// progressFor is progressLocked for an owner that polls as part of
+// progress group g (nil: none), whose pass it marks in g.
+func (d *Device) progressFor(g *uct.ProgressGroup) {
 	if d.closed {
 		return
 	}
@@ -149,6 +154,10 @@ func (d *Device) progressLocked() {
 	d.ring()
 	now := d.now()
 	d.lastProg.Store(now)
+	if g != nil {
+		g.Enter(now + d.grpOff)
+		defer g.Leave()
+	}
 	d.armWatchdog(now)
 	d.promoteAcks()
 	handled := 0
@@ -334,10 +343,14 @@ func (d *Device) wait(ctx context.Context, extraFd int) error {
 // it wakes and finds that
 // someone else ran the engine since it last looked, that someone polls:
 // it goes back to timing, so a polling owner's packets do not wake it.
+// Neither mode takes the device over while the progress group of an
+// owner that has not said it sleeps is active (group.go): that owner
+// drives a sibling device and comes back to this one.
 func (d *Device) background() {
 	defer d.wg.Done()
 	iv := d.wdIv
 	watching := false
+	slept := false // watching since an owner said it sleeps
 	var seen int64 // watching: the last engine run it knows of
 	for {
 		why := d.wd.wait()
@@ -352,23 +365,31 @@ func (d *Device) background() {
 		last := d.lastProg.Load()
 		if d.sleeping.Swap(false) {
 			// An owner goes to sleep: watch from its last run on.
-			watching, seen = true, last
+			watching, seen, slept = true, last, true
 			d.wd.watch(true)
 		}
-		if watching && last != seen {
-			// Someone else ran the engine since: they poll.
-			watching = false
+		now := d.now()
+		if watching && (last != seen || !slept && d.ownerBusy(now, now-last)) {
+			// Someone else ran the engine since: they poll. Or the
+			// owner, which did not say it sleeps, is busy with a
+			// sibling device (group.go) and comes back to this one.
+			watching, slept = false, false
 			d.wd.watch(false)
 		}
 		if !watching {
-			if idle := d.now() - last; idle < iv {
+			idle := now - last
+			if idle < iv {
 				d.wd.armSafe(time.Duration(iv - idle))
+				continue
+			}
+			if d.ownerBusy(now, idle) {
+				d.wd.armSafe(time.Duration(iv))
 				continue
 			}
 		}
 		if !d.mu.TryLock() {
 			// The owner holds the engine: it runs it.
-			watching = false
+			watching, slept = false, false
 			d.wd.watch(false)
 			d.wd.armSafe(time.Duration(iv))
 			continue
