@@ -201,8 +201,9 @@ type Device struct {
 	wg     sync.WaitGroup
 	nl     *linkWatch
 
-	rdmaDisabled bool // see SetRDMADisabled (disable.go)
-	fatal        bool // the socket failed (fault.go)
+	rdmaDisabled bool       // see SetRDMADisabled (disable.go)
+	adminMu      sync.Mutex // serialises SetRDMADisabled
+	fatal        bool       // the socket failed (fault.go)
 	// corrupt-packet events (fault.go): time of the last one (ns since
 	// epoch) and the ICRC error count it reported
 	corruptAt   int64

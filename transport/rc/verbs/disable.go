@@ -15,15 +15,24 @@ import (
 // that went to ERR stay there (reconnect). A change to the current state
 // does nothing.
 func (d *Device) SetRDMADisabled(disabled bool) error {
+	d.adminMu.Lock()
+	defer d.adminMu.Unlock()
 	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
+	closed, same := d.closed, d.rdmaDisabled == disabled
+	d.mu.Unlock()
+	if closed {
 		return fmt.Errorf("verbs: set rdma disabled: %w", uct.ErrClosed)
 	}
-	if d.rdmaDisabled == disabled {
-		d.mu.Unlock()
+	if same {
 		return nil
 	}
+	if disabled {
+		// The status changes before any work is flushed, so that an
+		// owner who polls a flushed completion and asks why finds the
+		// device disabled (ucp names the fault ErrLocalNICFailed).
+		d.Watchers.SetRDMADisabled(true)
+	}
+	d.mu.Lock()
 	d.rdmaDisabled = disabled
 	obj := "device " + d.name
 	if disabled {
@@ -37,6 +46,9 @@ func (d *Device) SetRDMADisabled(disabled bool) error {
 		d.postEvent(uct.EventPortActive, obj, d, nil)
 	}
 	d.mu.Unlock()
-	d.Watchers.SetRDMADisabled(disabled)
+	if !disabled {
+		// Usable again only once the device accepts QPs.
+		d.Watchers.SetRDMADisabled(false)
+	}
 	return nil
 }
