@@ -130,10 +130,12 @@ func (p Policy) DetectBound() time.Duration {
 // by another lane to the same peer. Only faults that name a part of the
 // path (a NIC, a link, a route, a lost or reset connection) fail over; a
 // dead peer process, a closed or canceled endpoint, a call that was wrong
-// and a status that names no part never do.
+// and a status that names no part never do. A dead peer anywhere in err's
+// chain decides (an operation flushed because its connection found the
+// peer process gone is a dead peer, not a lost path).
 func (p Policy) ShouldFailOver(err error) bool {
 	var st uct.Status
-	if p.Mode == Off || !errors.As(err, &st) {
+	if p.Mode == Off || !errors.As(err, &st) || errors.Is(err, uct.ErrPeerFailed) {
 		return false
 	}
 	switch st {

@@ -95,6 +95,11 @@ func TestShouldFailOver(t *testing.T) {
 			t.Errorf("%v fails over", s)
 		}
 	}
+	// an operation flushed because its connection found the peer dead
+	dead := uct.NewOpError("rc", "connection", "ep 3", uct.ErrPeerFailed, errors.New("link ended without DREQ"))
+	if flushed := uct.NewOpError("rc", "get_zcopy", "ep 3", uct.ErrFlushed, dead); p.ShouldFailOver(flushed) {
+		t.Errorf("%v fails over", flushed)
+	}
 	if p.ShouldFailOver(errors.New("a bug")) {
 		t.Error("an error with no status fails over")
 	}
