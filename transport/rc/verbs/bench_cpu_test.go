@@ -27,45 +27,11 @@ func threadCPU(tb testing.TB) time.Duration {
 func benchTransferCPU(b *testing.B, op WROpcode, size, window int) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	a, p := pair(b, rigOpts{bufSize: 2 * size, mtu: MTU4096, noWatchdog: true, sendWR: 2 * window, cqe: 4 * window})
-	fill(a.buf[:size], 1)
-	wr := SendWR{Opcode: op, Flags: SendSignaled, SG: []SGE{a.mr.SGE(0, size)},
-		RemoteAddr: p.mr.Addr(), RKey: p.mr.RKey()}
-	if op == WRRDMARead {
-		wr.SG = []SGE{a.mr.SGE(size, size)}
-	}
-	wcs := make([]WC, 64)
-	before, pBefore := a.d.Counters(), p.d.Counters()
-	b.SetBytes(int64(size))
-	b.ResetTimer()
+	a, p := transferPair(b, size, window)
 	cpu0 := threadCPU(b)
-	inflight, done := 0, 0
-	for posted := 0; posted < b.N || done < b.N; {
-		if posted < b.N && inflight < window {
-			wr.ID = uint64(posted)
-			if _, err := a.qp.PostSend(wr); err != nil {
-				b.Fatal(err)
-			}
-			posted++
-			inflight++
-			continue
-		}
-		p.d.Progress()
-		n := a.cq.Poll(wcs)
-		for _, wc := range wcs[:n] {
-			if wc.Status != WCSuccess {
-				b.Fatalf("completion %+v", wc)
-			}
-		}
-		inflight -= n
-		done += n
-	}
+	transfer(b, a, p, op, size, window, func() { p.d.Progress() })
 	cpu := threadCPU(b) - cpu0
-	b.StopTimer()
-	c, pc := a.d.Counters(), p.d.Counters()
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
-	b.ReportMetric(float64(c.Retransmits-before.Retransmits+pc.Retransmits-pBefore.Retransmits)/float64(b.N), "restarts/op")
-	b.ReportMetric(float64(c.Timeouts-before.Timeouts)/float64(b.N), "timeouts/op")
 }
 
 // BenchmarkTransferCPU: the CPU time of RDMA WRITEs and READs between two

@@ -11,12 +11,9 @@ import (
 // benchTransfer times b.N RDMA WRITEs or READs of size bytes from a to b
 // on lo at MTU 4096, window of them outstanding. The peer's engine runs
 // on a goroutine of its own (locked to its thread), busy-polling as a
-// ucx_perftest peer does, so that a CPU profile shows both sides. It
-// reports the go-back-N restarts and ACK timeouts per operation: a
-// transfer that loses packets shows there, not only in the time.
+// ucx_perftest peer does, so that a CPU profile shows both sides.
 func benchTransfer(b *testing.B, op WROpcode, size, window int) {
-	a, p := pair(b, rigOpts{bufSize: 2 * size, mtu: MTU4096, noWatchdog: true, sendWR: 2 * window, cqe: 4 * window})
-	fill(a.buf[:size], 1)
+	a, p := transferPair(b, size, window)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -31,6 +28,24 @@ func benchTransfer(b *testing.B, op WROpcode, size, window int) {
 		stop.Store(true)
 		wg.Wait()
 	}()
+	transfer(b, a, p, op, size, window, nil)
+}
+
+// transferPair connects the two ends of a transfer benchmark of
+// operations of size bytes, window outstanding, and fills a's source.
+func transferPair(b *testing.B, size, window int) (a, p *end) {
+	a, p = pair(b, rigOpts{bufSize: 2 * size, mtu: MTU4096, noWatchdog: true, sendWR: 2 * window, cqe: 4 * window})
+	fill(a.buf[:size], 1)
+	return a, p
+}
+
+// transfer is the timed loop of the transfer benchmarks: it posts b.N
+// RDMA WRITEs or READs of size bytes from a to p, window outstanding,
+// and polls a's CQ until every one has completed successfully, calling
+// between (if not nil) before each poll. It reports the go-back-N
+// restarts, ACK timeouts and packets per operation: a transfer that
+// loses packets shows there, not only in the time.
+func transfer(b *testing.B, a, p *end, op WROpcode, size, window int, between func()) {
 	wr := SendWR{Opcode: op, Flags: SendSignaled, SG: []SGE{a.mr.SGE(0, size)},
 		RemoteAddr: p.mr.Addr(), RKey: p.mr.RKey()}
 	if op == WRRDMARead {
@@ -50,6 +65,9 @@ func benchTransfer(b *testing.B, op WROpcode, size, window int) {
 			posted++
 			inflight++
 			continue
+		}
+		if between != nil {
+			between()
 		}
 		n := a.cq.Poll(wcs)
 		for _, wc := range wcs[:n] {
