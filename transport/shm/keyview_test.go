@@ -25,21 +25,8 @@ func TestKeyViewRechecks(t *testing.T) {
 		return ep
 	}
 	ep1, ep2 := connect(), connect()
-	alloc := func(acc uct.Access) (uct.Mem, uct.RKey) {
-		m, err := mdB.Alloc(4096, acc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		rk, err := mdB.UnpackRKey(m.PackRKey())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { rk.Close() })
-		return m, rk
-	}
-	rw, rwk := alloc(uct.AccessAll)
-	ro, rok := alloc(uct.AccessRemoteRead)
+	rw, rwk := allocKey(t, mdB, uct.AccessAll)
+	ro, rok := allocKey(t, mdB, uct.AccessRemoteRead)
 	base := rw.Address()
 	mem := rw.Bytes()
 	protect := func(err error, what string) {
@@ -120,21 +107,8 @@ func TestKeyViewPutShort8(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ep.Close()
-	alloc := func(acc uct.Access) (uct.Mem, uct.RKey) {
-		m, err := mdB.Alloc(4096, acc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		rk, err := mdB.UnpackRKey(m.PackRKey())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { rk.Close() })
-		return m, rk
-	}
-	rw, rwk := alloc(uct.AccessAll)
-	ro, rok := alloc(uct.AccessRemoteRead)
+	rw, rwk := allocKey(t, mdB, uct.AccessAll)
+	ro, rok := allocKey(t, mdB, uct.AccessRemoteRead)
 	protect := func(err error, what string) {
 		t.Helper()
 		if !errors.Is(err, uct.ErrRemoteProtection) {
@@ -166,4 +140,21 @@ func TestKeyViewPutShort8(t *testing.T) {
 
 	rw.Close()
 	protect(ep.PutShort(word, base, rwk), "8 bytes after free")
+}
+
+// allocKey allocates 4096 bytes on md with access acc and unpacks their
+// key, both released when t ends.
+func allocKey(t *testing.T, md uct.MD, acc uct.Access) (uct.Mem, uct.RKey) {
+	t.Helper()
+	m, err := md.Alloc(4096, acc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	rk, err := md.UnpackRKey(m.PackRKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rk.Close() })
+	return m, rk
 }
