@@ -7,9 +7,6 @@ import (
 	"unsafe"
 )
 
-// raceBuild: the race detector is on.
-const raceBuild = true
-
 // raceCopy tells the race detector of the read of buf and the write of
 // w[:len(buf)] that copyVec makes in assembly, which it does not see.
 func raceCopy(w, buf []byte) {

@@ -72,7 +72,7 @@ func BenchmarkPutCopy(b *testing.B) {
 // with a store into its buffer is reported, as it is for copy. The race
 // happens in a child, whose report is read from its stderr.
 func TestPutCopyRaceSeen(t *testing.T) {
-	if !raceEnabled {
+	if !raceBuild {
 		t.Skip("needs the race detector (go test -race)")
 	}
 	self, err := os.Executable()
