@@ -143,21 +143,7 @@ func benchTagLatencyFailover(b *testing.B, mode failover.Mode) {
 
 	defer pinCPU(0)()
 	out, in := pattern(8, 1), make([]byte, 8)
-	round := func(k int) {
-		w, ep := pairs[k].w, pairs[k].ep
-		r := w.TagRecv(in, mkTag(1, tagBench), exact, nil)
-		s := ep.TagSend(out, mkTag(0, tagBench), nil)
-		spin(w, s)
-		spin(w, r)
-		if err := s.Err(); err != nil {
-			b.Fatal(err)
-		}
-		if err := r.Err(); err != nil {
-			b.Fatal(err)
-		}
-		s.Release()
-		r.Release()
-	}
+	round := func(k int) { tagRoundTrip(b, pairs[k].w, pairs[k].ep, out, in) }
 	// block runs n timed round trips on pair k and hands the child over
 	// to the other pair
 	block := func(k, n int) time.Duration {
