@@ -4,15 +4,15 @@
 // 128-bit lane, the low quadword multiplies the lane's low half and the
 // high quadword its high half. k<d>: fold a lane forward by d bits,
 // bit-reflected x^(d+32) mod P and x^(d-32) mod P, shifted left by one.
-DATA k1024<>+0(SB)/8, $0x1e88ef372
-DATA k1024<>+8(SB)/8, $0x14a7fe880
-GLOBL k1024<>(SB), RODATA, $16
-DATA k512<>+0(SB)/8, $0x154442bd4
-DATA k512<>+8(SB)/8, $0x1c6e41596
-GLOBL k512<>(SB), RODATA, $16
-DATA k128<>+0(SB)/8, $0x1751997d0
-DATA k128<>+8(SB)/8, $0x0ccaa009e
-GLOBL k128<>(SB), RODATA, $16
+DATA ·crcK1024+0(SB)/8, $0x1e88ef372
+DATA ·crcK1024+8(SB)/8, $0x14a7fe880
+GLOBL ·crcK1024(SB), RODATA|NOPTR, $16
+DATA ·crcK512+0(SB)/8, $0x154442bd4
+DATA ·crcK512+8(SB)/8, $0x1c6e41596
+GLOBL ·crcK512(SB), RODATA|NOPTR, $16
+DATA ·crcK128+0(SB)/8, $0x1751997d0
+DATA ·crcK128+8(SB)/8, $0x0ccaa009e
+GLOBL ·crcK128(SB), RODATA|NOPTR, $16
 
 // func foldAVX2(s uint32, p []byte, out *[16]byte)
 // len(p) must be a multiple of 128, at least 128. It folds the raw CRC
@@ -32,7 +32,7 @@ TEXT ·foldAVX2(SB), NOSPLIT, $0-40
 	ADDQ    $128, SI
 	SUBQ    $128, CX
 
-	VBROADCASTI128 k1024<>(SB), Y0
+	VBROADCASTI128 ·crcK1024(SB), Y0
 
 loop:
 	CMPQ CX, $128
@@ -59,7 +59,7 @@ loop:
 
 fold512:
 	// 128 bytes to 64: Y1 onto Y3, Y2 onto Y4.
-	VBROADCASTI128 k512<>(SB), Y0
+	VBROADCASTI128 ·crcK512(SB), Y0
 	VPCLMULQDQ $0x11, Y0, Y1, Y5
 	VPCLMULQDQ $0x00, Y0, Y1, Y1
 	VPCLMULQDQ $0x11, Y0, Y2, Y6
@@ -72,7 +72,7 @@ fold512:
 	// 64 bytes (lanes X1, hi Y1, X2, hi Y2) to 16.
 	VEXTRACTI128 $1, Y1, X3
 	VEXTRACTI128 $1, Y2, X4
-	VMOVDQU      k128<>(SB), X0
+	VMOVDQU      ·crcK128(SB), X0
 	VPCLMULQDQ   $0x11, X0, X1, X5
 	VPCLMULQDQ   $0x00, X0, X1, X1
 	VPXOR        X5, X1, X1

@@ -187,8 +187,16 @@ func CheckICRC(udp []byte, src, dst netip.AddrPort) error {
 	if _, _, _, ok := family(src, dst); !ok {
 		return fmt.Errorf("%w: addresses %v -> %v not both IPv4 or both IPv6", ErrBadICRC, src, dst)
 	}
+	return matchICRC(udp, src, icrc(udp, src, dst, 0, true))
+}
+
+// matchICRC compares the ICRC field of udp (a received UDP payload from
+// src, of a length CheckICRC accepts) with want, its ICRC for IP ID 0
+// and DF set, allowing another IP ID and DF clear as CheckICRC
+// describes.
+func matchICRC(udp []byte, src netip.AddrPort, want uint32) error {
+	n := len(udp)
 	got := binary.LittleEndian.Uint32(udp[n-ICRCLen:])
-	want := icrc(udp, src, dst, 0, true)
 	if got == want {
 		return nil
 	}

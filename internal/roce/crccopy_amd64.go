@@ -1,0 +1,32 @@
+package roce
+
+import "hash/crc32"
+
+// foldCopyAVX2 copies src (len(src) a multiple of 128, at least 128) to
+// dst and folds the raw CRC state s and src into 16 bytes whose raw CRC
+// from state 0 is raw(s, src).
+//
+//go:noescape
+func foldCopyAVX2(s uint32, dst, src []byte, out *[16]byte)
+
+// crcCopyUpdate copies src into dst (at least as long) and returns
+// crc32.Update(c, crc32.IEEETable, src). Where the CPU has 256-bit
+// carry-less multiplication it reads src once for both: the fold is
+// bound by the multiplier, so the copy costs next to nothing beside it,
+// where a copy and a separate CRC pass each read all of src.
+func crcCopyUpdate(c uint32, dst, src []byte) uint32 {
+	if !haveFold || len(src) < foldMin {
+		copy(dst, src)
+		return crc32.Update(c, crc32.IEEETable, src)
+	}
+	dst = dst[:len(src)]
+	n := len(src) &^ 127
+	if raceBuild {
+		raceCopy(dst[:n], src[:n])
+	}
+	var out [16]byte
+	foldCopyAVX2(^c, dst[:n], src[:n], &out)
+	s := rawUpdate(0, out[:])
+	copy(dst[n:], src[n:])
+	return crc32.Update(^s, crc32.IEEETable, src[n:])
+}
