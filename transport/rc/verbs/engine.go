@@ -259,6 +259,9 @@ func (d *Device) handle(b []byte, src netip.AddrPort) {
 		d.ctr.RxDropped++ // a disabled device receives nothing
 		return
 	}
+	if d.handlePlaced(b, src) {
+		return
+	}
 	if err := roce.CheckICRC(b, src, d.local); err != nil {
 		d.corruptLocked(src.String(), err)
 		return
