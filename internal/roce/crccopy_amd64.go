@@ -3,11 +3,10 @@ package roce
 import "hash/crc32"
 
 // foldCopyAVX2 copies src (len(src) a multiple of 128, at least 128) to
-// dst and folds the raw CRC state s and src into 16 bytes whose raw CRC
-// from state 0 is raw(s, src).
+// dst and returns raw(s, src), the raw CRC state after src from state s.
 //
 //go:noescape
-func foldCopyAVX2(s uint32, dst, src []byte, out *[16]byte)
+func foldCopyAVX2(s uint32, dst, src []byte) uint32
 
 // crcCopyUpdate copies src into dst (at least as long) and returns
 // crc32.Update(c, crc32.IEEETable, src). Where the CPU has 256-bit
@@ -24,9 +23,7 @@ func crcCopyUpdate(c uint32, dst, src []byte) uint32 {
 	if raceBuild {
 		raceCopy(dst[:n], src[:n])
 	}
-	var out [16]byte
-	foldCopyAVX2(^c, dst[:n], src[:n], &out)
-	s := rawUpdate(0, out[:])
+	s := foldCopyAVX2(^c, dst[:n], src[:n])
 	copy(dst[n:], src[n:])
 	return crc32.Update(^s, crc32.IEEETable, src[n:])
 }

@@ -1,21 +1,20 @@
 #include "textflag.h"
+#include "crcfold_amd64.h"
 
 // The folding constants crcK1024, crcK512 and crcK128 are defined in
 // crcfold_amd64.s.
 
-// func foldCopyAVX2(s uint32, dst, src []byte, out *[16]byte)
+// func foldCopyAVX2(s uint32, dst, src []byte) uint32
 // len(src) must be a multiple of 128, at least 128, and dst at least as
-// long. It copies src to dst and folds the raw CRC state s and src into
-// 16 bytes whose raw CRC from state 0 equals raw(s, src), as foldAVX2
-// does: each 128-byte block is loaded once, stored to dst and folded.
+// long. It copies src to dst and returns raw(s, src), as foldAVX2 does:
+// each 128-byte block is loaded once, stored to dst and folded.
 // The multiplier bounds the loop (two VPCLMULQDQ per 32 bytes), so the
 // loads and stores of the copy ride along.
-TEXT ·foldCopyAVX2(SB), NOSPLIT, $0-64
+TEXT ·foldCopyAVX2(SB), NOSPLIT, $0-60
 	MOVL s+0(FP), AX
 	MOVQ dst_base+8(FP), DI
 	MOVQ src_base+32(FP), SI
 	MOVQ src_len+40(FP), CX
-	MOVQ out+56(FP), DX
 
 	VMOVDQU (SI), Y1
 	VMOVDQU 32(SI), Y2
@@ -93,6 +92,7 @@ fold512:
 	VPCLMULQDQ   $0x00, X0, X1, X1
 	VPXOR        X5, X1, X1
 	VPXOR        X4, X1, X1
-	VMOVDQU      X1, (DX)
+	FOLD_FINISH
+	MOVL         AX, ret+56(FP)
 	VZEROUPPER
 	RET

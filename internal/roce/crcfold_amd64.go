@@ -6,11 +6,11 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// foldAVX2 folds the raw CRC state s and p (len(p) a multiple of 128, at
-// least 128) into 16 bytes whose raw CRC from state 0 is raw(s, p).
+// foldAVX2 returns raw(s, p), the raw CRC state after p (len(p) a
+// multiple of 128, at least 128) from state s.
 //
 //go:noescape
-func foldAVX2(s uint32, p []byte, out *[16]byte)
+func foldAVX2(s uint32, p []byte) uint32
 
 func cpuid(leaf, sub uint32) (a, b, c, d uint32)
 
@@ -36,8 +36,6 @@ func crcUpdate(c uint32, p []byte) uint32 {
 		return crc32.Update(c, crc32.IEEETable, p)
 	}
 	n := len(p) &^ 127
-	var out [16]byte
-	foldAVX2(^c, p[:n], &out)
-	s := rawUpdate(0, out[:])
+	s := foldAVX2(^c, p[:n])
 	return crc32.Update(^s, crc32.IEEETable, p[n:])
 }

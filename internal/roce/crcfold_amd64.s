@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "crcfold_amd64.h"
 
 // Folding constants of the reflected CRC-32 (IEEE) for VPCLMULQDQ: per
 // 128-bit lane, the low quadword multiplies the lane's low half and the
@@ -14,14 +15,21 @@ DATA ·crcK128+0(SB)/8, $0x1751997d0
 DATA ·crcK128+8(SB)/8, $0x0ccaa009e
 GLOBL ·crcK128(SB), RODATA|NOPTR, $16
 
-// func foldAVX2(s uint32, p []byte, out *[16]byte)
-// len(p) must be a multiple of 128, at least 128. It folds the raw CRC
-// state s and p into 16 bytes whose raw CRC from state 0 equals raw(s, p).
-TEXT ·foldAVX2(SB), NOSPLIT, $0-40
+// Final reduction (FOLD_FINISH): x^64 mod P shifted as above, and the
+// polynomial P (low quadword) with mu = x^64 / P (high), bit-reflected.
+DATA ·crcK64+0(SB)/8, $0x163cd6124
+GLOBL ·crcK64(SB), RODATA|NOPTR, $8
+DATA ·crcPoly+0(SB)/8, $0x1db710641
+DATA ·crcPoly+8(SB)/8, $0x1f7011641
+GLOBL ·crcPoly(SB), RODATA|NOPTR, $16
+
+// func foldAVX2(s uint32, p []byte) uint32
+// len(p) must be a multiple of 128, at least 128. It returns raw(s, p),
+// the raw CRC state after p from state s.
+TEXT ·foldAVX2(SB), NOSPLIT, $0-36
 	MOVL s+0(FP), AX
 	MOVQ p_base+8(FP), SI
 	MOVQ p_len+16(FP), CX
-	MOVQ out+32(FP), DI
 
 	VMOVDQU (SI), Y1
 	VMOVDQU 32(SI), Y2
@@ -85,7 +93,8 @@ fold512:
 	VPCLMULQDQ   $0x00, X0, X1, X1
 	VPXOR        X5, X1, X1
 	VPXOR        X4, X1, X1
-	VMOVDQU      X1, (DI)
+	FOLD_FINISH
+	MOVL         AX, ret+32(FP)
 	VZEROUPPER
 	RET
 
