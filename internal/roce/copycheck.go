@@ -29,11 +29,12 @@ type CopyCheck struct {
 
 // Start begins the check of udp, a received UDP payload from src to dst
 // (as a UDP socket reports them) whose first hdrLen bytes are its BTH
-// and extension headers. It returns an error matching [ErrBadICRC] (and
+// and extension headers, guessing IPv4 ID id as [CheckICRCID] does. It
+// returns an error matching [ErrBadICRC] (and
 // [ErrMalformed] for a bad length) where [CheckICRC] would reject the
 // payload for its length or addresses, or hdrLen leaves no room for the
 // ICRC.
-func (k *CopyCheck) Start(udp []byte, hdrLen int, src, dst netip.AddrPort) error {
+func (k *CopyCheck) Start(udp []byte, hdrLen int, src, dst netip.AddrPort, id uint16) error {
 	n := len(udp)
 	if n < BTHLen+ICRCLen || n > maxUDPLen {
 		return fmt.Errorf("%w: %w: %d-byte UDP payload", ErrBadICRC, ErrMalformed, n)
@@ -44,7 +45,7 @@ func (k *CopyCheck) Start(udp []byte, hdrLen int, src, dst netip.AddrPort) error
 	if _, _, _, ok := family(src, dst); !ok {
 		return fmt.Errorf("%w: addresses %v -> %v not both IPv4 or both IPv6", ErrBadICRC, src, dst)
 	}
-	c := icrcPrefix(udp, n, src, dst, 0, true)
+	c := icrcPrefix(udp, n, src, dst, id, true)
 	c = crcUpdate(c, udp[BTHLen:hdrLen])
 	*k = CopyCheck{udp: udp, src: src, c: c, next: hdrLen}
 	return nil
@@ -65,7 +66,8 @@ func (k *CopyCheck) Copy(to []byte) {
 // Check covers the bytes after the last copy up to the ICRC field (the
 // pad, or a payload tail not copied) and returns nil if the ICRC is
 // consistent, an error matching [ErrBadICRC] otherwise, with the same
-// tolerance of the IPv4 ID and DF flag as [CheckICRC].
+// tolerance of the IPv4 ID and DF flag as [CheckICRC], whatever ID
+// Start guessed.
 func (k *CopyCheck) Check() error {
 	n := len(k.udp)
 	c := crcUpdate(k.c, k.udp[k.next:n-ICRCLen])

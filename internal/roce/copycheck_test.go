@@ -8,12 +8,13 @@ import (
 	"testing"
 )
 
-// copyCheck runs a CopyCheck over the payload of wire (decoded into p)
-// in pieces of at most piece bytes into out and returns Check's error.
-func copyCheck(t testing.TB, wire []byte, hdrLen, payLen, piece int, out []byte, src, dst netip.AddrPort) error {
+// copyCheck runs a CopyCheck (guessing IP ID guess) over the payload of
+// wire in pieces of at most piece bytes into out and returns Check's
+// error.
+func copyCheck(t testing.TB, wire []byte, hdrLen, payLen, piece int, out []byte, src, dst netip.AddrPort, guess uint16) error {
 	t.Helper()
 	var k CopyCheck
-	if err := k.Start(wire, hdrLen, src, dst); err != nil {
+	if err := k.Start(wire, hdrLen, src, dst, guess); err != nil {
 		return err
 	}
 	for off := 0; off < payLen; off += piece {
@@ -23,10 +24,11 @@ func copyCheck(t testing.TB, wire []byte, hdrLen, payLen, piece int, out []byte,
 }
 
 // TestCopyCheck: over packets of every length class, IPv4 and IPv6,
-// with the IP ID a GSO segment carries, and copied in pieces of several
-// sizes, CopyCheck copies the payload exactly and agrees with CheckICRC:
-// it accepts the good packet and rejects every single-bit corruption of
-// headers, payload and ICRC field alike.
+// with the IP ID a GSO segment carries, guessed right or wrong, and
+// copied in pieces of several sizes, CopyCheck copies the payload
+// exactly and agrees with CheckICRC: it accepts the good packet and
+// rejects every single-bit corruption of headers, payload and ICRC field
+// alike.
 func TestCopyCheck(t *testing.T) {
 	type addrs struct{ src, dst netip.AddrPort }
 	for _, a := range []addrs{{hostAP, vmAP}, {host6AP, vm6AP}} {
@@ -42,25 +44,30 @@ func TestCopyCheck(t *testing.T) {
 					binary.LittleEndian.PutUint32(wire[len(wire)-ICRCLen:], c)
 				}
 				h := p.HeaderLen()
-				for _, piece := range []int{1, 100, 512, 4096} {
-					out := make([]byte, n)
-					if err := copyCheck(t, wire, h, n, max(piece, 1), out, a.src, a.dst); err != nil {
-						t.Fatalf("%v, %d bytes, IP ID %#x, pieces of %d: good packet rejected: %v", a.src, n, id, piece, err)
+				for _, guess := range []uint16{0, id, 7} {
+					for _, piece := range []int{1, 100, 512, 4096} {
+						out := make([]byte, n)
+						if err := copyCheck(t, wire, h, n, max(piece, 1), out, a.src, a.dst, guess); err != nil {
+							t.Fatalf("%v, %d bytes, IP ID %#x guessed %#x, pieces of %d: good packet rejected: %v", a.src, n, id, guess, piece, err)
+						}
+						if !bytes.Equal(out, p.Payload) {
+							t.Fatalf("%v, %d bytes, pieces of %d: payload copied wrong", a.src, n, piece)
+						}
 					}
-					if !bytes.Equal(out, p.Payload) {
-						t.Fatalf("%v, %d bytes, pieces of %d: payload copied wrong", a.src, n, piece)
-					}
-				}
-				for bit := 0; bit < len(wire)*8; bit += 1 + len(wire)/64 {
-					bad := append([]byte(nil), wire...)
-					bad[bit/8] ^= 1 << (bit % 8)
-					want := CheckICRC(bad, a.src, a.dst)
-					got := copyCheck(t, bad, h, n, 512, make([]byte, n), a.src, a.dst)
-					if (got == nil) != (want == nil) {
-						t.Fatalf("%v, %d bytes, bit %d flipped: CopyCheck %v, CheckICRC %v", a.src, n, bit, got, want)
-					}
-					if got != nil && !errors.Is(got, ErrBadICRC) {
-						t.Fatalf("error %v does not match ErrBadICRC", got)
+					for bit := 0; bit < len(wire)*8; bit += 1 + len(wire)/64 {
+						bad := append([]byte(nil), wire...)
+						bad[bit/8] ^= 1 << (bit % 8)
+						want := CheckICRC(bad, a.src, a.dst)
+						got := copyCheck(t, bad, h, n, 512, make([]byte, n), a.src, a.dst, guess)
+						if (got == nil) != (want == nil) {
+							t.Fatalf("%v, %d bytes, guess %#x, bit %d flipped: CopyCheck %v, CheckICRC %v", a.src, n, guess, bit, got, want)
+						}
+						if got != nil && !errors.Is(got, ErrBadICRC) {
+							t.Fatalf("error %v does not match ErrBadICRC", got)
+						}
+						if got2 := CheckICRCID(bad, a.src, a.dst, guess); (got2 == nil) != (want == nil) {
+							t.Fatalf("%v, %d bytes, guess %#x, bit %d flipped: CheckICRCID %v, CheckICRC %v", a.src, n, guess, bit, got2, want)
+						}
 					}
 				}
 			}
@@ -75,14 +82,14 @@ func TestCopyCheckBounds(t *testing.T) {
 	for _, c := range []struct {
 		n, hdr int
 	}{{BTHLen + ICRCLen - 1, BTHLen}, {64, BTHLen - 1}, {64, 61}} {
-		if err := k.Start(make([]byte, c.n), c.hdr, hostAP, vmAP); !errors.Is(err, ErrBadICRC) || !errors.Is(err, ErrMalformed) {
+		if err := k.Start(make([]byte, c.n), c.hdr, hostAP, vmAP, 0); !errors.Is(err, ErrBadICRC) || !errors.Is(err, ErrMalformed) {
 			t.Errorf("Start of %d bytes with %d header bytes: %v, want ErrBadICRC and ErrMalformed", c.n, c.hdr, err)
 		}
 	}
-	if err := k.Start(make([]byte, 64), BTHLen, hostAP, vm6AP); !errors.Is(err, ErrBadICRC) {
+	if err := k.Start(make([]byte, 64), BTHLen, hostAP, vm6AP, 0); !errors.Is(err, ErrBadICRC) {
 		t.Errorf("mixed families: %v, want ErrBadICRC", err)
 	}
-	if err := k.Start(make([]byte, 64), BTHLen, hostAP, vmAP); err != nil {
+	if err := k.Start(make([]byte, 64), BTHLen, hostAP, vmAP, 0); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
@@ -98,18 +105,19 @@ func TestCopyCheckBounds(t *testing.T) {
 func FuzzCopyCheck(f *testing.F) {
 	for _, o := range []Opcode{OpWriteMiddle, OpReadResponseMiddle, OpSendMiddle, OpWriteLast} {
 		p := samplePacket(o, 700)
-		f.Add(Append(nil, &p, hostAP, vmAP), uint16(p.HeaderLen()), uint16(300), false)
-		f.Add(Append(nil, &p, host6AP, vm6AP), uint16(p.HeaderLen()), uint16(700), true)
+		f.Add(Append(nil, &p, hostAP, vmAP), uint16(p.HeaderLen()), uint16(300), false, uint16(0))
+		f.Add(AppendIPID(nil, &p, hostAP, vmAP, 3), uint16(p.HeaderLen()), uint16(300), false, uint16(3))
+		f.Add(Append(nil, &p, host6AP, vm6AP), uint16(p.HeaderLen()), uint16(700), true, uint16(0))
 	}
-	f.Add([]byte{1, 2, 3}, uint16(12), uint16(0), false)
-	f.Fuzz(func(t *testing.T, b []byte, hdr, piece uint16, v6 bool) {
+	f.Add([]byte{1, 2, 3}, uint16(12), uint16(0), false, uint16(1))
+	f.Fuzz(func(t *testing.T, b []byte, hdr, piece uint16, v6 bool, guess uint16) {
 		src, dst := hostAP, vmAP
 		if v6 {
 			src, dst = host6AP, vm6AP
 		}
 		var k CopyCheck
 		h := int(hdr)
-		if err := k.Start(b, h, src, dst); err != nil {
+		if err := k.Start(b, h, src, dst, guess); err != nil {
 			if !errors.Is(err, ErrBadICRC) {
 				t.Fatalf("Start error %v does not match ErrBadICRC", err)
 			}

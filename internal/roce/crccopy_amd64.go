@@ -1,7 +1,5 @@
 package roce
 
-import "hash/crc32"
-
 // foldCopyAVX2 copies src (len(src) a multiple of 128, at least 128) to
 // dst and returns raw(s, src), the raw CRC state after src from state s.
 //
@@ -16,7 +14,7 @@ func foldCopyAVX2(s uint32, dst, src []byte) uint32
 func crcCopyUpdate(c uint32, dst, src []byte) uint32 {
 	if !haveFold || len(src) < foldMin {
 		copy(dst, src)
-		return crc32.Update(c, crc32.IEEETable, src)
+		return crcShort(c, src)
 	}
 	dst = dst[:len(src)]
 	n := len(src) &^ 127
@@ -25,5 +23,5 @@ func crcCopyUpdate(c uint32, dst, src []byte) uint32 {
 	}
 	s := foldCopyAVX2(^c, dst[:n], src[:n])
 	copy(dst[n:], src[n:])
-	return crc32.Update(^s, crc32.IEEETable, src[n:])
+	return crcShort(^s, src[n:])
 }

@@ -1,10 +1,6 @@
 package roce
 
-import (
-	"hash/crc32"
-
-	"golang.org/x/sys/cpu"
-)
+import "golang.org/x/sys/cpu"
 
 // foldAVX2 returns raw(s, p), the raw CRC state after p (len(p) a
 // multiple of 128, at least 128) from state s.
@@ -33,9 +29,9 @@ const foldMin = 512
 // step, twice the lanes hash/crc32 keeps without AVX-512.
 func crcUpdate(c uint32, p []byte) uint32 {
 	if !haveFold || len(p) < foldMin {
-		return crc32.Update(c, crc32.IEEETable, p)
+		return crcShort(c, p)
 	}
 	n := len(p) &^ 127
 	s := foldAVX2(^c, p[:n])
-	return crc32.Update(^s, crc32.IEEETable, p[n:])
+	return crcShort(^s, p[n:])
 }

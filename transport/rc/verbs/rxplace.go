@@ -30,11 +30,12 @@ func isPlaceable(o roce.Opcode) bool {
 	return o == roce.OpWriteMiddle || o == roce.OpWriteLast || o == roce.OpReadResponseMiddle
 }
 
-// handlePlaced handles b if it is a placeable packet whose place the
-// receiver's state names (it then returns true, the packet handled or,
-// with a bad ICRC, counted and dropped); otherwise it returns false and
-// handle takes the ordinary path.
-func (d *Device) handlePlaced(b []byte, src netip.AddrPort) bool {
+// handlePlaced handles b (segment k of its datagram, see handle) if it
+// is a placeable packet whose place the receiver's state names (it then
+// returns true, the packet handled or, with a bad ICRC, counted and
+// dropped); otherwise it returns false and handle takes the ordinary
+// path.
+func (d *Device) handlePlaced(b []byte, src netip.AddrPort, k uint16) bool {
 	if len(b) < roce.BTHLen || !isPlaceable(roce.Opcode(b[0])) {
 		return false
 	}
@@ -55,18 +56,18 @@ func (d *Device) handlePlaced(b []byte, src netip.AddrPort) bool {
 	} else {
 		dst, ok = qp.writePlace(p)
 	}
-	k := &d.rxCheck
-	if !ok || k.Start(b, p.HeaderLen(), src, d.local) != nil {
+	c := &d.rxCheck
+	if !ok || c.Start(b, p.HeaderLen(), src, d.local, k) != nil {
 		return false
 	}
 	if w != nil {
-		scatterChecked(k, w.segs, off, len(p.Payload))
+		scatterChecked(c, w.segs, off, len(p.Payload))
 	} else {
 		raceArrived()
-		k.Copy(dst)
+		c.Copy(dst)
 		raceTouched()
 	}
-	if err := k.Check(); err != nil {
+	if err := c.Check(); err != nil {
 		d.corruptLocked(src.String(), err)
 		return true
 	}
