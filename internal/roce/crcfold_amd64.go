@@ -1,16 +1,12 @@
 package roce
 
-import (
-	"hash/crc32"
+import "golang.org/x/sys/cpu"
 
-	"golang.org/x/sys/cpu"
-)
-
-// foldAVX2 folds the raw CRC state s and p (len(p) a multiple of 128, at
-// least 128) into 16 bytes whose raw CRC from state 0 is raw(s, p).
+// foldAVX2 returns raw(s, p), the raw CRC state after p (len(p) a
+// multiple of 128, at least 128) from state s.
 //
 //go:noescape
-func foldAVX2(s uint32, p []byte, out *[16]byte)
+func foldAVX2(s uint32, p []byte) uint32
 
 func cpuid(leaf, sub uint32) (a, b, c, d uint32)
 
@@ -33,11 +29,9 @@ const foldMin = 512
 // step, twice the lanes hash/crc32 keeps without AVX-512.
 func crcUpdate(c uint32, p []byte) uint32 {
 	if !haveFold || len(p) < foldMin {
-		return crc32.Update(c, crc32.IEEETable, p)
+		return crcShort(c, p)
 	}
 	n := len(p) &^ 127
-	var out [16]byte
-	foldAVX2(^c, p[:n], &out)
-	s := rawUpdate(0, out[:])
-	return crc32.Update(^s, crc32.IEEETable, p[n:])
+	s := foldAVX2(^c, p[:n])
+	return crcShort(^s, p[n:])
 }

@@ -1,27 +1,35 @@
 #include "textflag.h"
+#include "crcfold_amd64.h"
 
 // Folding constants of the reflected CRC-32 (IEEE) for VPCLMULQDQ: per
 // 128-bit lane, the low quadword multiplies the lane's low half and the
 // high quadword its high half. k<d>: fold a lane forward by d bits,
 // bit-reflected x^(d+32) mod P and x^(d-32) mod P, shifted left by one.
-DATA k1024<>+0(SB)/8, $0x1e88ef372
-DATA k1024<>+8(SB)/8, $0x14a7fe880
-GLOBL k1024<>(SB), RODATA, $16
-DATA k512<>+0(SB)/8, $0x154442bd4
-DATA k512<>+8(SB)/8, $0x1c6e41596
-GLOBL k512<>(SB), RODATA, $16
-DATA k128<>+0(SB)/8, $0x1751997d0
-DATA k128<>+8(SB)/8, $0x0ccaa009e
-GLOBL k128<>(SB), RODATA, $16
+DATA ·crcK1024+0(SB)/8, $0x1e88ef372
+DATA ·crcK1024+8(SB)/8, $0x14a7fe880
+GLOBL ·crcK1024(SB), RODATA|NOPTR, $16
+DATA ·crcK512+0(SB)/8, $0x154442bd4
+DATA ·crcK512+8(SB)/8, $0x1c6e41596
+GLOBL ·crcK512(SB), RODATA|NOPTR, $16
+DATA ·crcK128+0(SB)/8, $0x1751997d0
+DATA ·crcK128+8(SB)/8, $0x0ccaa009e
+GLOBL ·crcK128(SB), RODATA|NOPTR, $16
 
-// func foldAVX2(s uint32, p []byte, out *[16]byte)
-// len(p) must be a multiple of 128, at least 128. It folds the raw CRC
-// state s and p into 16 bytes whose raw CRC from state 0 equals raw(s, p).
-TEXT ·foldAVX2(SB), NOSPLIT, $0-40
+// Final reduction (FOLD_FINISH): x^64 mod P shifted as above, and the
+// polynomial P (low quadword) with mu = x^64 / P (high), bit-reflected.
+DATA ·crcK64+0(SB)/8, $0x163cd6124
+GLOBL ·crcK64(SB), RODATA|NOPTR, $8
+DATA ·crcPoly+0(SB)/8, $0x1db710641
+DATA ·crcPoly+8(SB)/8, $0x1f7011641
+GLOBL ·crcPoly(SB), RODATA|NOPTR, $16
+
+// func foldAVX2(s uint32, p []byte) uint32
+// len(p) must be a multiple of 128, at least 128. It returns raw(s, p),
+// the raw CRC state after p from state s.
+TEXT ·foldAVX2(SB), NOSPLIT, $0-36
 	MOVL s+0(FP), AX
 	MOVQ p_base+8(FP), SI
 	MOVQ p_len+16(FP), CX
-	MOVQ out+32(FP), DI
 
 	VMOVDQU (SI), Y1
 	VMOVDQU 32(SI), Y2
@@ -32,7 +40,7 @@ TEXT ·foldAVX2(SB), NOSPLIT, $0-40
 	ADDQ    $128, SI
 	SUBQ    $128, CX
 
-	VBROADCASTI128 k1024<>(SB), Y0
+	VBROADCASTI128 ·crcK1024(SB), Y0
 
 loop:
 	CMPQ CX, $128
@@ -59,7 +67,7 @@ loop:
 
 fold512:
 	// 128 bytes to 64: Y1 onto Y3, Y2 onto Y4.
-	VBROADCASTI128 k512<>(SB), Y0
+	VBROADCASTI128 ·crcK512(SB), Y0
 	VPCLMULQDQ $0x11, Y0, Y1, Y5
 	VPCLMULQDQ $0x00, Y0, Y1, Y1
 	VPCLMULQDQ $0x11, Y0, Y2, Y6
@@ -72,7 +80,7 @@ fold512:
 	// 64 bytes (lanes X1, hi Y1, X2, hi Y2) to 16.
 	VEXTRACTI128 $1, Y1, X3
 	VEXTRACTI128 $1, Y2, X4
-	VMOVDQU      k128<>(SB), X0
+	VMOVDQU      ·crcK128(SB), X0
 	VPCLMULQDQ   $0x11, X0, X1, X5
 	VPCLMULQDQ   $0x00, X0, X1, X1
 	VPXOR        X5, X1, X1
@@ -85,7 +93,8 @@ fold512:
 	VPCLMULQDQ   $0x00, X0, X1, X1
 	VPXOR        X5, X1, X1
 	VPXOR        X4, X1, X1
-	VMOVDQU      X1, (DI)
+	FOLD_FINISH
+	MOVL         AX, ret+32(FP)
 	VZEROUPPER
 	RET
 

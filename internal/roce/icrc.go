@@ -180,6 +180,15 @@ func ICRC(udp []byte, src, dst netip.AddrPort) uint32 {
 // Ethernet FCS still protect the packet on the way; rxe sends UDP
 // checksum 0.
 func CheckICRC(udp []byte, src, dst netip.AddrPort) error {
+	return CheckICRCID(udp, src, dst, 0)
+}
+
+// CheckICRCID is [CheckICRC] computing the ICRC for IPv4 ID id (DF set)
+// first, for a receiver that can guess the ID: the k-th segment of a
+// UDP GSO send from a socket that sends ID 0 carries ID k. A right
+// guess saves mapping the difference back to the ID; a wrong one costs
+// nothing but that mapping, and the result is the same for any id.
+func CheckICRCID(udp []byte, src, dst netip.AddrPort, id uint16) error {
 	n := len(udp)
 	if n < BTHLen+ICRCLen || n > maxUDPLen {
 		return fmt.Errorf("%w: %w: %d-byte UDP payload", ErrBadICRC, ErrMalformed, n)
@@ -187,8 +196,16 @@ func CheckICRC(udp []byte, src, dst netip.AddrPort) error {
 	if _, _, _, ok := family(src, dst); !ok {
 		return fmt.Errorf("%w: addresses %v -> %v not both IPv4 or both IPv6", ErrBadICRC, src, dst)
 	}
+	return matchICRC(udp, src, icrc(udp, src, dst, id, true))
+}
+
+// matchICRC compares the ICRC field of udp (a received UDP payload from
+// src, of a length CheckICRC accepts) with want, its ICRC for some IP ID
+// with DF set, allowing another IP ID and DF clear as CheckICRC
+// describes: the two ID/flags words then differ only in those bits.
+func matchICRC(udp []byte, src netip.AddrPort, want uint32) error {
+	n := len(udp)
 	got := binary.LittleEndian.Uint32(udp[n-ICRCLen:])
-	want := icrc(udp, src, dst, 0, true)
 	if got == want {
 		return nil
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"net/netip"
 	"slices"
 )
@@ -168,9 +167,9 @@ func AppendTrailerIPID(b, hdr, payload []byte, src, dst netip.AddrPort, id uint1
 	pad := padFor(len(payload))
 	n := len(hdr) + len(payload) + pad + ICRCLen
 	c := icrcPrefix(hdr, n, src, dst, id, true)
-	c = crc32.Update(c, crc32.IEEETable, hdr[BTHLen:])
+	c = crcShort(c, hdr[BTHLen:])
 	c = crcUpdate(c, payload)
-	c = crc32.Update(c, crc32.IEEETable, zeroPad[:pad])
+	c = crcShort(c, zeroPad[:pad])
 	b = append(b, zeroPad[:pad]...)
 	return binary.LittleEndian.AppendUint32(b, c)
 }

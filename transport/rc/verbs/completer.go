@@ -257,7 +257,9 @@ func (qp *QP) handleReadResponse(p *roce.Packet) {
 		qp.failHead(WCBadRespErr, 0)
 		return
 	}
-	scatter(w.segs, off, p.Payload)
+	if !qp.d.rxPlaced {
+		scatter(w.segs, off, p.Payload)
+	}
 	w.got = off + n
 	r.win.grow(roce.PSNDiff(roce.PSNAdd(psn, 1), r.comp))
 	r.comp = roce.PSNAdd(psn, 1)

@@ -136,6 +136,7 @@ type Counters struct {
 	RNRNAKsRcvd    uint64
 	DuplicatesRcvd uint64
 	RxCoalesced    uint64 // datagrams that carried several packets (UDP GRO)
+	RxPlaced       uint64 // payloads placed in the pass that checked the ICRC (rxplace.go)
 	WatchdogRuns   uint64 // engine passes the background goroutine ran
 }
 
@@ -177,6 +178,8 @@ type Device struct {
 	rx        rxBatch
 	ctr       Counters
 	pkt       roce.Packet
+	rxCheck   roce.CopyCheck // a placeable packet's ICRC (rxplace.go)
+	rxPlaced  bool           // the packet being handled is placed already
 	scratch   []byte
 	// posting is set while PostSend builds packets: small messages are
 	// copied into the batch then (see PostSend).

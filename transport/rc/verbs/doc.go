@@ -44,7 +44,9 @@
 // completions) or CompChannel.GetCQEvent (which runs it while it waits):
 // it drains the socket with recvmmsg in batches (with UDP GRO on a socket
 // it does not share, so that a peer's GSO message arrives as one
-// datagram, which it cuts back into packets), runs the responder
+// datagram, which it cuts back into packets; the middles of a long
+// WRITE or READ response with the expected PSN are copied to their place
+// in the pass that checks their ICRC, rxplace.go), runs the responder
 // (SEND/WRITE/READ/atomic execution, ACK coalescing, NAKs, duplicate
 // detection and replay of READs and atomics from responder resources; a
 // duplicate SEND or WRITE packet is ACKed again only if it asks for an

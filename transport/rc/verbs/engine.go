@@ -170,10 +170,10 @@ func (d *Device) progressFor(g *uct.ProgressGroup) {
 			if seg != 0 && len(b) > seg {
 				d.ctr.RxCoalesced++
 			}
-			for {
+			for k := uint16(0); ; k++ {
 				var p []byte
 				p, b = groNext(b, seg)
-				d.handle(p, src)
+				d.handle(p, src, k)
 				handled++
 				if len(b) == 0 {
 					break
@@ -252,14 +252,19 @@ func (d *Device) runTimers(now int64) {
 	d.timed = kept
 }
 
-// handle processes one received UDP payload.
-func (d *Device) handle(b []byte, src netip.AddrPort) {
+// handle processes one received UDP payload, segment k of its datagram.
+// A peer's GSO send gives its k-th segment IP ID k, and the receive
+// path's GRO keeps a send whole, so the ICRC check guesses ID k first.
+func (d *Device) handle(b []byte, src netip.AddrPort, k uint16) {
 	d.ctr.RxPackets++
 	if d.rdmaDisabled {
 		d.ctr.RxDropped++ // a disabled device receives nothing
 		return
 	}
-	if err := roce.CheckICRC(b, src, d.local); err != nil {
+	if d.handlePlaced(b, src, k) {
+		return
+	}
+	if err := roce.CheckICRCID(b, src, d.local, k); err != nil {
 		d.corruptLocked(src.String(), err)
 		return
 	}

@@ -292,9 +292,11 @@ func (qp *QP) recvWrite(p *roce.Packet) bool {
 		qp.nakFatal(psn, roce.NAKInvalidRequest, uct.EventQPRequestError, WCRemInvReqErr, "%v length %d does not fit the DMA length %d", op, n, r.wrLength)
 		return false
 	}
-	raceArrived()
-	copy(r.wrBuf[r.wrOff:], p.Payload)
-	raceTouched()
+	if !qp.d.rxPlaced {
+		raceArrived()
+		copy(r.wrBuf[r.wrOff:], p.Payload)
+		raceTouched()
+	}
 	r.wrOff += n
 	if op.IsLast() || op.IsOnly() {
 		r.inWrite = false
