@@ -198,7 +198,13 @@ func (t *txBatch) flush(fd int, ctr *Counters) {
 	sent := 0
 	deadline := time.Time{}
 	for sent < t.n {
-		k, err := sendmmsg(fd, t.msgs[sent:t.n], t.small(sent))
+		var k int
+		var err error
+		if sent == t.n-1 {
+			k, err = sendmsg(fd, &t.msgs[sent], t.small(sent))
+		} else {
+			k, err = sendmmsg(fd, t.msgs[sent:t.n], t.small(sent))
+		}
 		ctr.TxCalls++
 		if err == nil {
 			for i := sent; i < sent+k; i++ {
@@ -253,6 +259,9 @@ type rxBatch struct {
 	src  []unix.RawSockaddrInet4
 	ctrl [][]byte // UDP_GRO control messages (GRO only)
 	used int      // headers the last recv filled: only they need resetting
+	// streak counts the consecutive receives that found data; it picks
+	// recvmsg or recvmmsg (rxsingle_linux.go).
+	streak int
 }
 
 func (r *rxBatch) init(gro bool) {
@@ -286,14 +295,23 @@ func (r *rxBatch) recv(fd int) (int, error) {
 		setMsg(&r.msgs[i], &r.iov[i], r.bufs[i], &r.src[i], ctrl)
 	}
 	r.used = 0
+	batched := r.batched()
 	for {
-		n, err := recvmmsg(fd, r.msgs)
+		var n int
+		var err error
+		if batched {
+			n, err = recvmmsg(fd, r.msgs)
+		} else {
+			n, err = recvmsg(fd, &r.msgs[0])
+		}
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
+			r.account(0, batched)
 			return 0, err
 		}
+		r.account(n, batched)
 		r.used = n
 		return n, nil
 	}
