@@ -54,9 +54,13 @@ func iovecOf(b []byte) unix.Iovec {
 }
 
 // rawSendMax is the largest batch sent with a raw system call: a few
-// datagrams without GSO cost microseconds, never long enough to hold up
-// the scheduler or a stop-the-world.
+// short datagrams cost microseconds, never long enough to hold up the
+// scheduler or a stop-the-world.
 const rawSendMax = 4
+
+// rawSendBytes bounds the bytes of a raw send: copying 16 KiB into the
+// kernel takes a few microseconds.
+const rawSendBytes = 16 << 10
 
 // sendmmsg sends msgs without blocking. Small batches (a ping-pong
 // message and its ACK) go through RawSyscall6: no entersyscall and

@@ -238,15 +238,18 @@ func (t *txBatch) flush(fd int, ctr *Counters) {
 	t.dropRefs()
 }
 
-// small reports whether the messages from i on are single datagrams
-// (no GSO), cheap enough for a raw system call.
+// small reports whether the messages from i on are few and short
+// enough (rawSendMax messages, rawSendBytes bytes: a tag message of a
+// few KiB and its ACK) for a raw system call.
 func (t *txBatch) small(i int) bool {
-	for ; i < t.n; i++ {
-		if t.nseg[i] > 1 {
-			return false
-		}
+	if t.n-i > rawSendMax {
+		return false
 	}
-	return true
+	bytes := 0
+	for ; i < t.n; i++ {
+		bytes += t.mlen[i]
+	}
+	return bytes <= rawSendBytes
 }
 
 // rxBatch receives up to batchLen datagrams with one recvmmsg; with GRO
