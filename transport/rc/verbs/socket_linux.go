@@ -252,7 +252,8 @@ func (t *txBatch) small(i int) bool {
 	return bytes <= rawSendBytes
 }
 
-// rxBatch receives up to batchLen datagrams with one recvmmsg; with GRO
+// rxBatch receives one datagram with recvmsg, or during a burst up to
+// batchLen with one recvmmsg (rxsingle_linux.go); with GRO
 // a datagram may be several packets coalesced (see gro_linux.go).
 type rxBatch struct {
 	gro  bool
