@@ -42,11 +42,16 @@
 // engine mutex) guards all of its state. The engine runs when the user
 // calls Device.Progress, CQ.Poll (which runs Progress before returning
 // completions) or CompChannel.GetCQEvent (which runs it while it waits):
-// it drains the socket with recvmmsg in batches (with UDP GRO on a socket
-// it does not share, so that a peer's GSO message arrives as one
-// datagram, which it cuts back into packets; the middles of a long
-// WRITE or READ response with the expected PSN are copied to their place
-// in the pass that checks their ICRC, rxplace.go), runs the responder
+// it receives from the socket (with UDP GRO on a socket it does not
+// share, so that a peer's GSO message arrives as one datagram, which it
+// cuts back into packets): one datagram per pass with recvmsg while
+// packets come one at a time, as in a ping-pong, and, once three polls
+// in a row have found data, in batches of recvmmsg until a batch finds
+// at most one (rxsingle_linux.go); a pass may thus leave datagrams
+// waiting, which the next pass or a wait on the socket sees. The middles
+// of a long WRITE or READ response with the expected PSN are copied to
+// their place in the pass that checks their ICRC (rxplace.go). It runs
+// the responder
 // (SEND/WRITE/READ/atomic execution, ACK coalescing, NAKs, duplicate
 // detection and replay of READs and atomics from responder resources; a
 // duplicate SEND or WRITE packet is ACKed again only if it asks for an
@@ -54,8 +59,8 @@
 // and the completer (ACKs, NAKs, READ responses, go-back-N
 // retransmission), fires due timers (local ACK timeout, RNR waits;
 // checked against a monotonic clock on every pass) and sends whatever
-// became ready with sendmmsg, using UDP GSO for runs of equal-size
-// packets to one peer. A packet's payload of 1 KiB or more that lies in
+// became ready with sendmmsg (sendmsg for a batch of one message),
+// using UDP GSO for runs of equal-size packets to one peer. A packet's payload of 1 KiB or more that lies in
 // registered memory (or a WR's inline copy) is not copied: the message's
 // iovecs alternate headers and trailers in the batch with payloads where
 // they lie. A long transfer leaves in pieces of 128 KiB, so that the peer

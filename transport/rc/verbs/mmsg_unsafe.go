@@ -54,9 +54,13 @@ func iovecOf(b []byte) unix.Iovec {
 }
 
 // rawSendMax is the largest batch sent with a raw system call: a few
-// datagrams without GSO cost microseconds, never long enough to hold up
-// the scheduler or a stop-the-world.
+// short datagrams cost microseconds, never long enough to hold up the
+// scheduler or a stop-the-world.
 const rawSendMax = 4
+
+// rawSendBytes bounds the bytes of a raw send: copying 16 KiB into the
+// kernel takes a few microseconds.
+const rawSendBytes = 16 << 10
 
 // sendmmsg sends msgs without blocking. Small batches (a ping-pong
 // message and its ACK) go through RawSyscall6: no entersyscall and
@@ -76,6 +80,22 @@ func sendmmsg(fd int, msgs []mmsghdr, raw bool) (int, error) {
 	return int(n), nil
 }
 
+// sendmsg sends the one message h without blocking: a batch of one
+// skips sendmmsg's copying of a header vector. raw as for sendmmsg.
+func sendmsg(fd int, h *mmsghdr, raw bool) (int, error) {
+	p := uintptr(unsafe.Pointer(&h.hdr))
+	var e unix.Errno
+	if raw {
+		_, _, e = unix.RawSyscall6(unix.SYS_SENDMSG, uintptr(fd), p, unix.MSG_DONTWAIT, 0, 0, 0)
+	} else {
+		_, _, e = unix.Syscall6(unix.SYS_SENDMSG, uintptr(fd), p, unix.MSG_DONTWAIT, 0, 0, 0)
+	}
+	if e != 0 {
+		return 0, e
+	}
+	return 1, nil
+}
+
 // recvmmsg receives without blocking, through RawSyscall6: the busy-poll
 // loop calls it on every pass, and it only ever copies out what waits.
 func recvmmsg(fd int, msgs []mmsghdr) (int, error) {
@@ -84,6 +104,17 @@ func recvmmsg(fd int, msgs []mmsghdr) (int, error) {
 		return 0, e
 	}
 	return int(n), nil
+}
+
+// recvmsg receives one datagram into h without blocking, through
+// RawSyscall6 as recvmmsg does; it returns 1 and sets h.len, or an error.
+func recvmsg(fd int, h *mmsghdr) (int, error) {
+	n, _, e := unix.RawSyscall6(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&h.hdr)), unix.MSG_DONTWAIT, 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	h.len = uint32(n)
+	return 1, nil
 }
 
 // putSegmentCmsg writes a UDP_SEGMENT control message for segment size

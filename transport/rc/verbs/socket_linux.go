@@ -198,7 +198,13 @@ func (t *txBatch) flush(fd int, ctr *Counters) {
 	sent := 0
 	deadline := time.Time{}
 	for sent < t.n {
-		k, err := sendmmsg(fd, t.msgs[sent:t.n], t.small(sent))
+		var k int
+		var err error
+		if sent == t.n-1 {
+			k, err = sendmsg(fd, &t.msgs[sent], t.small(sent))
+		} else {
+			k, err = sendmmsg(fd, t.msgs[sent:t.n], t.small(sent))
+		}
 		ctr.TxCalls++
 		if err == nil {
 			for i := sent; i < sent+k; i++ {
@@ -232,18 +238,22 @@ func (t *txBatch) flush(fd int, ctr *Counters) {
 	t.dropRefs()
 }
 
-// small reports whether the messages from i on are single datagrams
-// (no GSO), cheap enough for a raw system call.
+// small reports whether the messages from i on are few and short
+// enough (rawSendMax messages, rawSendBytes bytes: a tag message of a
+// few KiB and its ACK) for a raw system call.
 func (t *txBatch) small(i int) bool {
-	for ; i < t.n; i++ {
-		if t.nseg[i] > 1 {
-			return false
-		}
+	if t.n-i > rawSendMax {
+		return false
 	}
-	return true
+	bytes := 0
+	for ; i < t.n; i++ {
+		bytes += t.mlen[i]
+	}
+	return bytes <= rawSendBytes
 }
 
-// rxBatch receives up to batchLen datagrams with one recvmmsg; with GRO
+// rxBatch receives one datagram with recvmsg, or during a burst up to
+// batchLen with one recvmmsg (rxsingle_linux.go); with GRO
 // a datagram may be several packets coalesced (see gro_linux.go).
 type rxBatch struct {
 	gro  bool
@@ -253,6 +263,9 @@ type rxBatch struct {
 	src  []unix.RawSockaddrInet4
 	ctrl [][]byte // UDP_GRO control messages (GRO only)
 	used int      // headers the last recv filled: only they need resetting
+	// streak counts the consecutive receives that found data; it picks
+	// recvmsg or recvmmsg (rxsingle_linux.go).
+	streak int
 }
 
 func (r *rxBatch) init(gro bool) {
@@ -286,14 +299,23 @@ func (r *rxBatch) recv(fd int) (int, error) {
 		setMsg(&r.msgs[i], &r.iov[i], r.bufs[i], &r.src[i], ctrl)
 	}
 	r.used = 0
+	batched := r.batched()
 	for {
-		n, err := recvmmsg(fd, r.msgs)
+		var n int
+		var err error
+		if batched {
+			n, err = recvmmsg(fd, r.msgs)
+		} else {
+			n, err = recvmsg(fd, &r.msgs[0])
+		}
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
+			r.account(0, batched)
 			return 0, err
 		}
+		r.account(n, batched)
 		r.used = n
 		return n, nil
 	}
