@@ -33,8 +33,10 @@ import "github.com/ucgo/ucgo/internal/tsc"
 // also times the lanes.
 
 // heardSample: one message in heardSample reads the time-stamp counter
-// (a power of two).
-const heardSample = 16
+// (a power of two). The gap of 64 messages is tens of microseconds at
+// ping-pong rates, and a probe round bounds it on a quiet lane; reading
+// the counter costs a message a few nanoseconds each time.
+const heardSample = 64
 
 // laneHeard is what a lane heard (lane.hd).
 type laneHeard struct {
