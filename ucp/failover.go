@@ -170,6 +170,7 @@ func (w *Worker) foDetect(ep *Endpoint, li int) tsc.Ticks {
 	if li < 0 || li >= len(ep.lanes) {
 		return 0
 	}
+	ep.heardFold()
 	last := ep.lanes[li].hd.last(&w.hr)
 	if last == 0 {
 		return 0

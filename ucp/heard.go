@@ -20,10 +20,23 @@ import "github.com/ucgo/ucgo/internal/tsc"
 // Detect never understates the silence; under traffic it overstates it by
 // at most the gap of heardSample messages, and by at most one probe
 // interval on a lane that carries fewer.
+//
+// The common message, one that arrives from the source its endpoint is
+// bound to (ep.rx, boundSeq), is counted in ep.rx.heard, beside the
+// binding it was just checked against, rather than in its lane's
+// counter: finding the lane would cost the message a loop over the
+// lanes and a cache line per lane. heardFold moves those counts into the
+// lanes on the bound iface, which is where heardOn counts such a
+// message; everything that reads a lane's counter folds first (laneRx,
+// rxOthers, markHeard, foDetect), so does every change of the binding or
+// of the lanes, and so does the sampled message (heardSampled), which
+// also times the lanes.
 
 // heardSample: one message in heardSample reads the time-stamp counter
-// (a power of two).
-const heardSample = 16
+// (a power of two). The gap of 64 messages is tens of microseconds at
+// ping-pong rates, and a probe round bounds it on a quiet lane; reading
+// the counter costs a message a few nanoseconds each time.
+const heardSample = 64
 
 // laneHeard is what a lane heard (lane.hd).
 type laneHeard struct {
@@ -80,6 +93,7 @@ func (h *laneHeard) last(r *heardRounds) tsc.Ticks {
 func (w *Worker) markHeard() {
 	r := &w.hr
 	for _, ep := range w.live {
+		ep.heardFold()
 		for i := range ep.lanes {
 			ep.lanes[i].hd.mark(r.at)
 		}
@@ -90,6 +104,7 @@ func (w *Worker) markHeard() {
 // rxOthers is the sum of the signs of life counted on ep's lanes but li
 // (probes compare it, heard.go).
 func (ep *Endpoint) rxOthers(li int) uint32 {
+	ep.heardFold()
 	var n uint32
 	for j := range ep.lanes {
 		if j != li {
@@ -104,7 +119,7 @@ func (ep *Endpoint) rxOthers(li int) uint32 {
 // from the lane's bound source (boundHandler).
 func (ep *Endpoint) heardOn(arg any) {
 	if len(ep.lanes) == 1 {
-		ep.lanes[0].hd.got() // boundSeq has this inline
+		ep.lanes[0].hd.got()
 		return
 	}
 	ep.heardOnLanes(arg)
@@ -119,4 +134,52 @@ func (ep *Endpoint) heardOnLanes(arg any) {
 			ep.lanes[i].hd.got()
 		}
 	}
+}
+
+// laneRx is the signs of life counted on lane li of ep (lock held).
+func (ep *Endpoint) laneRx(li int) uint32 {
+	ep.heardFold()
+	return ep.lanes[li].hd.rx
+}
+
+// rxGot counts a sign of life from ep.rx (lock held, from boundSeq).
+func (ep *Endpoint) rxGot() {
+	if ep.rx.heard++; ep.rx.heard&(heardSample-1) == 0 {
+		ep.heardSampled()
+	}
+}
+
+// heardSampled folds ep.rx's counts, the sampled message's with them,
+// into their lanes and times them now (lock held).
+//
+//go:noinline
+func (ep *Endpoint) heardSampled() {
+	ep.heardFold()
+	now := tsc.Now()
+	for i := range ep.lanes {
+		if ln := &ep.lanes[i]; ep.rxLane(ln) {
+			ln.hd.at = now
+		}
+	}
+}
+
+// heardFold moves the signs of life counted in ep.rx.heard into the
+// counters of their lanes (rxLane) (lock held).
+func (ep *Endpoint) heardFold() {
+	n := ep.rx.heard
+	if n == 0 {
+		return
+	}
+	for i := range ep.lanes {
+		if ln := &ep.lanes[i]; ep.rxLane(ln) {
+			ln.hd.rx += n
+		}
+	}
+	ep.rx.heard = 0
+}
+
+// rxLane says whether heardOn counts a message from ep.rx on ln: the lane
+// of an endpoint of one lane, else every lane on ep.rx's iface.
+func (ep *Endpoint) rxLane(ln *lane) bool {
+	return len(ep.lanes) == 1 || ln.wi == ep.rx.wi
 }

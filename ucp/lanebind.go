@@ -21,6 +21,9 @@ type laneSrc struct {
 	wi    *wiface
 	src   uct.AMSource
 	bound bool
+	// heard counts the signs of life from ep.rx not yet in its lanes'
+	// counters (heard.go); unused in the binds
+	heard uint32
 	used  uint64 // a lane-bind's source: epBinds.tick when it last delivered (boundFrom)
 }
 
@@ -156,6 +159,7 @@ func (w *Worker) bindLane(ep *Endpoint, rid uint32) bool {
 			ep.name, rid, uint64(w.rx.src), w.rx.wi.md.comp.Name()))
 		return false
 	}
+	ep.heardFold() // what came from the old binding is its lanes'
 	ep.rx = laneSrc{wi: w.rx.wi, src: w.rx.src, bound: true}
 	return true
 }

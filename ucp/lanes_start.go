@@ -23,6 +23,7 @@ const railGrace = time.Second
 // Lanes keep the candidates' order. It returns the connection errors.
 func (w *Worker) connectRails(ep *Endpoint, cands []laneCand, p EPParams, standby bool) []error {
 	var errs []error
+	ep.heardFold() // the lanes change
 	first := len(ep.lanes)
 	dials := make([]uct.Connecting, len(cands))
 	up := make([]bool, len(cands))

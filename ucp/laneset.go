@@ -136,6 +136,7 @@ func (w *Worker) connectLane(ep *Endpoint, c laneCand, p EPParams, standby bool)
 	if err != nil {
 		return err
 	}
+	ep.heardFold() // the lanes change
 	ep.lanes = append(ep.lanes, lane{ep: uep, wi: c.wi, attr: c.wi.attr,
 		laneInfo: laneInfo{raddr: c.ia.Addr, ridx: c.ridx, rord: c.rord, standby: standby}})
 	if !standby {

@@ -146,7 +146,7 @@ func (w *Worker) judgeProbes(ep *Endpoint, now time.Time) {
 			continue
 		}
 		h := w.laneHealth(ln, now)
-		if h.State().Carries() && ln.hd.rx != ln.prb.sentRx {
+		if h.State().Carries() && ep.laneRx(li) != ln.prb.sentRx {
 			// Traffic arrived on the lane since the probe left: the
 			// lane is alive (a busy peer may answer late, or not at
 			// all when its own queue is full).
@@ -231,7 +231,7 @@ func (w *Worker) sendProbe(ep *Endpoint, li int, now time.Time) {
 	}
 	ln.prb.seq++
 	ln.prb.out, ln.prb.sent = true, now
-	ln.prb.sentRx, ln.prb.othersRx = ln.hd.rx, ep.rxOthers(li)
+	ln.prb.sentRx, ln.prb.othersRx = ep.laneRx(li), ep.rxOthers(li)
 }
 
 // reconnectProbe connects lane li of ep again so that its probes can

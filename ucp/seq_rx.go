@@ -47,22 +47,7 @@ func (w *Worker) boundSeq(wi *wiface) uct.AMSourceHandler {
 			w.flushDrops()
 			return
 		}
-		// heardOn, inline: the lane of an endpoint of one lane, else
-		// every lane on wi
-		if len(ep.lanes) == 1 {
-			h := &ep.lanes[0].hd
-			if h.rx++; h.rx&(heardSample-1) == 0 {
-				h.sample()
-			}
-		} else {
-			for i := range ep.lanes {
-				if ln := &ep.lanes[i]; ln.wi == wi {
-					if ln.hd.rx++; ln.hd.rx&(heardSample-1) == 0 {
-						ln.hd.sample()
-					}
-				}
-			}
-		}
+		ep.rxGot() // heardOn, beside the binding just checked
 		if a := le.Uint32(d[8:]); int32(a-f.ackIn) > 0 {
 			f.ackIn = a
 		}
