@@ -24,3 +24,33 @@
 	VPCLMULQDQ $0x00, X0, X1, X1; \
 	VPXOR      X2, X1, X1; \
 	VPEXTRD    $1, X1, AX
+
+// FOLD_128 folds the 128 bits in each of the eight 16-byte lanes of
+// Y1-Y4 into X1: 128 bytes to 64 with crcK512 (Y1 onto Y3, Y2 onto Y4),
+// then the four lanes of Y1 and Y2 to 16 bytes with crcK128, which it
+// leaves in X0 for FOLD_FINISH. It clobbers Y0-Y6.
+#define FOLD_128 \
+	VBROADCASTI128 ·crcK512(SB), Y0; \
+	VPCLMULQDQ $0x11, Y0, Y1, Y5; \
+	VPCLMULQDQ $0x00, Y0, Y1, Y1; \
+	VPCLMULQDQ $0x11, Y0, Y2, Y6; \
+	VPCLMULQDQ $0x00, Y0, Y2, Y2; \
+	VPXOR      Y5, Y1, Y1; \
+	VPXOR      Y6, Y2, Y2; \
+	VPXOR      Y3, Y1, Y1; \
+	VPXOR      Y4, Y2, Y2; \
+	VEXTRACTI128 $1, Y1, X3; \
+	VEXTRACTI128 $1, Y2, X4; \
+	VMOVDQU      ·crcK128(SB), X0; \
+	VPCLMULQDQ   $0x11, X0, X1, X5; \
+	VPCLMULQDQ   $0x00, X0, X1, X1; \
+	VPXOR        X5, X1, X1; \
+	VPXOR        X3, X1, X1; \
+	VPCLMULQDQ   $0x11, X0, X1, X5; \
+	VPCLMULQDQ   $0x00, X0, X1, X1; \
+	VPXOR        X5, X1, X1; \
+	VPXOR        X2, X1, X1; \
+	VPCLMULQDQ   $0x11, X0, X1, X5; \
+	VPCLMULQDQ   $0x00, X0, X1, X1; \
+	VPXOR        X5, X1, X1; \
+	VPXOR        X4, X1, X1

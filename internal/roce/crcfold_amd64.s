@@ -66,33 +66,7 @@ loop:
 	JMP        loop
 
 fold512:
-	// 128 bytes to 64: Y1 onto Y3, Y2 onto Y4.
-	VBROADCASTI128 ·crcK512(SB), Y0
-	VPCLMULQDQ $0x11, Y0, Y1, Y5
-	VPCLMULQDQ $0x00, Y0, Y1, Y1
-	VPCLMULQDQ $0x11, Y0, Y2, Y6
-	VPCLMULQDQ $0x00, Y0, Y2, Y2
-	VPXOR      Y5, Y1, Y1
-	VPXOR      Y6, Y2, Y2
-	VPXOR      Y3, Y1, Y1
-	VPXOR      Y4, Y2, Y2
-
-	// 64 bytes (lanes X1, hi Y1, X2, hi Y2) to 16.
-	VEXTRACTI128 $1, Y1, X3
-	VEXTRACTI128 $1, Y2, X4
-	VMOVDQU      ·crcK128(SB), X0
-	VPCLMULQDQ   $0x11, X0, X1, X5
-	VPCLMULQDQ   $0x00, X0, X1, X1
-	VPXOR        X5, X1, X1
-	VPXOR        X3, X1, X1
-	VPCLMULQDQ   $0x11, X0, X1, X5
-	VPCLMULQDQ   $0x00, X0, X1, X1
-	VPXOR        X5, X1, X1
-	VPXOR        X2, X1, X1
-	VPCLMULQDQ   $0x11, X0, X1, X5
-	VPCLMULQDQ   $0x00, X0, X1, X1
-	VPXOR        X5, X1, X1
-	VPXOR        X4, X1, X1
+	FOLD_128
 	FOLD_FINISH
 	MOVL         AX, ret+32(FP)
 	VZEROUPPER
