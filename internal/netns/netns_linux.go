@@ -90,11 +90,12 @@ func RequireRoot(tb testing.TB) {
 // NewPair creates two network namespaces, named Prefix+"<pid>-<random>-a"
 // and "-b", joined by a veth pair with addresses 10.x.y.1/24 (in A) and
 // 10.x.y.2/24 (in B), both ends and both loopbacks up, and returns once
-// both veth ends report carrier (running). x.y is random, so
-// addresses rarely repeat across pairs; they could not clash anyway, each
-// pair lives in namespaces of its own. NewPair skips the test when not
-// root. tb.Cleanup deletes the links and namespaces; [Pair.Close] does it
-// earlier.
+// both veth ends are operationally up and one UDP datagram has crossed
+// the pair each way, so that the first packet a test sends is not lost.
+// x.y is random, so addresses rarely repeat across pairs; they could not
+// clash anyway, each pair lives in namespaces of its own. NewPair skips
+// the test when not root. tb.Cleanup deletes the links and namespaces;
+// [Pair.Close] does it earlier.
 func NewPair(tb testing.TB, opts ...Option) (*Pair, error) {
 	tb.Helper()
 	return forTest(tb, func() (*Pair, bool, error) {
@@ -158,7 +159,7 @@ func (p *Pair) setup() error {
 			return err
 		}
 		defer r.Close()
-		return r.addVeth(p.A.link, p.B.link, bfd, p.MTU)
+		return r.addVeth(p.A.link, p.B.link, bfd, p.MTU, 0)
 	})
 	if err != nil {
 		return err
@@ -168,39 +169,20 @@ func (p *Pair) setup() error {
 			return err
 		}
 	}
-	// The kernel reports a veth end running (carrier) only once both
-	// ends are up, through its link watcher, which may lag: a program
-	// that reads the link state at once would see it down.
+	// The kernel's link watcher, which may lag, makes a veth end
+	// operational (and only then lets it transmit) once both ends are
+	// up; then one datagram each way proves the path and leaves both
+	// neighbour entries resolved.
 	for _, n := range []*NS{p.A, p.B} {
 		if err := n.waitRunning(waitCarrier); err != nil {
 			return err
 		}
 	}
-	return nil
+	return p.proveLink(waitCarrier)
 }
 
 // waitCarrier bounds the wait for a fresh veth end's carrier.
 const waitCarrier = 5 * time.Second
-
-// waitRunning waits until the namespace's veth end is up and running.
-func (n *NS) waitRunning(limit time.Duration) error {
-	return n.Do(func() error {
-		deadline := time.Now().Add(limit)
-		for {
-			ifi, err := net.InterfaceByIndex(n.index)
-			if err != nil {
-				return fmt.Errorf("netns %s: %w", n.name, err)
-			}
-			if ifi.Flags&net.FlagUp != 0 && ifi.Flags&net.FlagRunning != 0 {
-				return nil
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("netns %s: %s not running after %v (flags %v)", n.name, n.link, limit, ifi.Flags)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	})
-}
 
 func (n *NS) configure() error {
 	return n.Do(func() error {

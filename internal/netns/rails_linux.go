@@ -95,7 +95,7 @@ func (r *Rails) setup() error {
 		}
 		defer nl.Close()
 		for i := range r.A {
-			if err := nl.addVeth(r.A[i].link, r.B[i].link, bfd, r.MTU); err != nil {
+			if err := nl.addVeth(r.A[i].link, r.B[i].link, bfd, r.MTU, i); err != nil {
 				return err
 			}
 		}

@@ -139,16 +139,18 @@ func ifinfomsg(index int32, flags, change uint32) []byte {
 const vethInfoPeer = 1
 
 // addVeth creates a veth pair: name in the rtnl socket's namespace, peer
-// directly in the namespace open at peerNS.
-func (r *rtnl) addVeth(name, peer string, peerNS int, mtu int) error {
-	m := newMsg(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL, ifinfomsg(0, 0, 0))
+// directly in the namespace open at peerNS, with the interface indexes
+// vethIndex(k) and vethIndex(k)+1 (see vethIndex).
+func (r *rtnl) addVeth(name, peer string, peerNS int, mtu int, k int) error {
+	index := vethIndex(k)
+	m := newMsg(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL, ifinfomsg(index, 0, 0))
 	m.str(unix.IFLA_IFNAME, name)
 	m.u32(unix.IFLA_MTU, uint32(mtu))
 	m.begin(unix.IFLA_LINKINFO)
 	m.str(unix.IFLA_INFO_KIND, "veth")
 	m.begin(unix.IFLA_INFO_DATA)
 	m.begin(vethInfoPeer)
-	m.raw(ifinfomsg(0, 0, 0))
+	m.raw(ifinfomsg(index+1, 0, 0))
 	m.str(unix.IFLA_IFNAME, peer)
 	m.u32(unix.IFLA_MTU, uint32(mtu))
 	m.u32(unix.IFLA_NET_NS_FD, uint32(peerNS))

@@ -98,7 +98,7 @@ func (s *Star) setup() error {
 				return fmt.Errorf("open %s: %w", n.path, err)
 			}
 			port := fmt.Sprintf("ucgo-h%d", i)
-			err = r.addVeth(port, n.link, fd, s.MTU)
+			err = r.addVeth(port, n.link, fd, s.MTU, i)
 			unix.Close(fd)
 			if err != nil {
 				return err

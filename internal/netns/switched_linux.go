@@ -69,7 +69,7 @@ func (r *Rails) setupSwitched() error {
 			}
 			for j, end := range []*NS{r.A[i], r.B[i]} {
 				port := fmt.Sprintf("ucgo-h%c%d", "ab"[j], i)
-				if err := nl.addVeth(port, end.link, fds[j], r.MTU); err != nil {
+				if err := nl.addVeth(port, end.link, fds[j], r.MTU, 2*i+j); err != nil {
 					return err
 				}
 				ifi, err := net.InterfaceByName(port)

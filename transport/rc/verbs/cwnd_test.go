@@ -73,26 +73,67 @@ func sentWhileDeaf(t *testing.T, a, b *end, n int) uint64 {
 	return a.d.Counters().TxPackets - before
 }
 
+// windowWhileDeaf is sentWhileDeaf that sleeps for pause (if not 0)
+// and runs a's engine once more, then takes out what local ACK timeouts
+// sent again: each timeout, counted by a's device, goes back to the
+// oldest unacknowledged PSN with the smallest window and so resends
+// minWindow packets of those already out (TestWindowShrinksOnTimeout
+// checks that count). It returns the packets a sent once, its window,
+// and the timeouts.
+func windowWhileDeaf(t *testing.T, a, b *end, n int, pause time.Duration) (window, timeouts uint64) {
+	t.Helper()
+	c0 := a.d.Counters()
+	sentWhileDeaf(t, a, b, n)
+	if pause > 0 {
+		time.Sleep(pause)
+		a.d.Progress()
+	}
+	c1 := a.d.Counters()
+	sent, timeouts := c1.TxPackets-c0.TxPackets, c1.Timeouts-c0.Timeouts
+	if resent := timeouts * minWindow; resent > sent {
+		t.Fatalf("%d packets sent, fewer than the %d that %d timeouts resend", sent, resent, timeouts)
+	}
+	return sent - timeouts*minWindow, timeouts
+}
+
 // TestWindowOpensFully: a requester keeps its whole window in flight,
 // more than one engine pass's budget of packets, on a fresh QP and after
-// a loss-free transfer.
+// a loss-free transfer. A local ACK timeout while the peer is not
+// listening (a loaded machine) adds resent packets, which do not count.
 func TestWindowOpensFully(t *testing.T) {
 	a, b := windowRig(t)
 	const n = 8 << 20
 	fill(a.buf[:n], 7)
-	if got := sentWhileDeaf(t, a, b, n); got != initWindow {
-		t.Fatalf("a fresh QP sent %d packets before its first ACK, want its initial window %d", got, initWindow)
+	if got, timeouts := windowWhileDeaf(t, a, b, n, 0); got != initWindow {
+		t.Fatalf("a fresh QP sent %d packets once (%d timeouts) before its first ACK, want its initial window %d",
+			got, timeouts, initWindow)
 	}
 	checkWC(t, poll(t, a.cq, 1, a.d, b.d)[0], 1, WCSuccess, WCRDMAWrite)
 	sameBytes(t, "first write", b.buf[n:2*n], a.buf[:n])
-	timeouts := a.d.Counters().Timeouts
-	got := sentWhileDeaf(t, a, b, n)
-	if a.d.Counters().Timeouts == timeouts && got != maxWindow {
-		t.Fatalf("after %d packets acknowledged without loss the QP sent %d packets before an ACK, want %d",
-			n/4096, got, maxWindow)
+	if got, timeouts := windowWhileDeaf(t, a, b, n, 0); got != maxWindow {
+		t.Fatalf("after %d packets acknowledged without loss the QP sent %d packets once (%d timeouts) before an ACK, want %d",
+			n/4096, got, timeouts, maxWindow)
 	}
 	checkWC(t, poll(t, a.cq, 1, a.d, b.d)[0], 1, WCSuccess, WCRDMAWrite)
 	sameBytes(t, "second write", b.buf[n:2*n], a.buf[:n])
+}
+
+// TestWindowCountsTimeouts: a local ACK timeout forced after the initial
+// window is out (the peer not listening for longer than the timeout)
+// leaves windowWhileDeaf with the initial window, as one on a loaded
+// machine would in TestWindowOpensFully.
+func TestWindowCountsTimeouts(t *testing.T) {
+	a, b := windowRig(t)
+	const n = 8 << 20
+	fill(a.buf[:n], 9)
+	// The rig's local ACK timeout is 4.096 us << 12, 16.8 ms.
+	got, timeouts := windowWhileDeaf(t, a, b, n, 40*time.Millisecond)
+	if timeouts == 0 || got != initWindow {
+		t.Fatalf("%d timeouts, %d packets sent once, want at least one timeout and the initial window %d",
+			timeouts, got, initWindow)
+	}
+	checkWC(t, poll(t, a.cq, 1, a.d, b.d)[0], 1, WCSuccess, WCRDMAWrite)
+	sameBytes(t, "write", b.buf[n:2*n], a.buf[:n])
 }
 
 // TestWindowShrinksOnTimeout: a local ACK timeout restarts with the
