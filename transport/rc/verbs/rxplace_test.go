@@ -1,50 +1,11 @@
 package verbs
 
 import (
-	"errors"
-	"net"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/ucgo/ucgo/internal/fault"
 	"github.com/ucgo/ucgo/internal/netns"
 )
-
-// probeLink sends UDP datagrams from A to B until one arrives (at most
-// 50, 100 ms apart): the first packets over a new veth pair may be lost
-// while the neighbours resolve, which would cost a QP its retries.
-func probeLink(t *testing.T, pair *netns.Pair) {
-	t.Helper()
-	var rx, tx *net.UDPConn
-	if err := pair.B.Do(func() (err error) {
-		rx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: pair.B.Addr().AsSlice()})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer rx.Close()
-	if err := pair.A.Do(func() (err error) {
-		tx, err = net.DialUDP("udp4", nil, rx.LocalAddr().(*net.UDPAddr))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Close()
-	buf := make([]byte, 16)
-	for i := 0; i < 50; i++ {
-		if _, err := tx.Write([]byte("probe")); err != nil {
-			t.Fatal(err)
-		}
-		rx.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-		if _, err := rx.Read(buf); err == nil {
-			return
-		} else if !errors.Is(err, os.ErrDeadlineExceeded) {
-			t.Fatal(err)
-		}
-	}
-	t.Fatal("no datagram from A reached B in 50 tries")
-}
 
 // transferChecked runs one signaled RDMA WRITE (a to b) or READ (of b's
 // memory into a) of n bytes and checks the data that arrived. The READ
@@ -124,7 +85,6 @@ func TestPlacedCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	probeLink(t, pair)
 	const n = 256 << 10
 	o := rigOpts{bufSize: 2 * n, mtu: MTU4096}
 	o.defaults()
