@@ -9,7 +9,7 @@ import (
 
 const (
 	segMagic   = 0x48534355 // "UCSH"
-	segVersion = 3
+	segVersion = 4
 	addrLen    = 32
 )
 
@@ -73,6 +73,7 @@ const (
 	hdrWaiting   = 132 // receiver sleeps (set by Arm)
 	hdrClosed    = 136 // owner closed the iface
 	hdrDisabled  = 192 // owner's device is down or RDMA-disabled (own cache line)
+	hdrFreed     = 256 // rounds the receiver has handed back to the producers (own cache line)
 	hdrSize      = 4096
 	cellSize     = 128
 	cellHdr      = 24

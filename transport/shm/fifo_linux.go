@@ -37,7 +37,6 @@ func (it *Iface) deliver() int {
 	it.releaseDelivered()
 	n := 0
 	for n < 64 && it.rx.ready(it.head) {
-		it.releaseDelivered()
 		c := it.rx.cell(it.head)
 		ln := int(*u32at(c, 8))
 		id := c[12] & uct.MaxAMID
@@ -54,6 +53,11 @@ func (it *Iface) deliver() int {
 		}
 		it.head++
 		n++
+	}
+	if n > 1 {
+		// every cell but the last one delivered
+		it.freed = it.head - 1
+		it.rx.handBack(it.freed)
 	}
 	if n > 0 {
 		it.notify.CompletedN(n, uct.CompletionInfo{Queue: uct.NotifyRecv})
@@ -78,19 +82,18 @@ func (it *Iface) dispatchPendingAll() int {
 	return n
 }
 
-// releaseDelivered hands the cell that Progress delivered last back to
-// the producers. Releasing a cell is a store to a cache line that the
-// producer wrote and the consumer only read: the store waits until the
-// producer's copy is invalidated, a round trip between the cores. Done
-// right after the handler it delays whatever the handler started, such as
-// the answer of a ping-pong, which the caller sends after Progress
-// returns; so Progress releases each cell before it delivers the next
-// one, or on its next call. A receiver that stops calling Progress holds
-// at most one delivered cell, and one that sleeps after an empty Progress
-// holds none.
+// releaseDelivered hands the cells that Progress delivered back to the
+// producers: one store of the ring's freed counter (ring.handBack). The
+// cell delivered last is handed back on the next call, not right after
+// its handler, so that the store does not delay what the handler
+// started, such as the answer of a ping-pong, which the caller sends
+// after Progress returns (its claim, a locked instruction, waits for the
+// store). A receiver that stops calling Progress holds at most one
+// delivered cell, and one that sleeps after an empty Progress holds none.
 func (it *Iface) releaseDelivered() {
-	for ; it.freed != it.head; it.freed++ {
-		it.rx.release(it.freed)
+	if it.freed != it.head {
+		it.freed = it.head
+		it.rx.handBack(it.freed)
 	}
 }
 
@@ -113,10 +116,9 @@ func (it *Iface) checkStuck() {
 	if now.Sub(it.stuckSince) < stuckAfter || processAlive(pid) {
 		return
 	}
-	it.releaseDelivered()
-	it.rx.release(it.head)
+	it.rx.skip(it.head)
 	it.head++
-	it.freed = it.head
+	it.releaseDelivered()
 	it.stuckSince = time.Time{}
 }
 

@@ -14,23 +14,27 @@ func u64at(b []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])
 func u32at(b []byte, off int) *uint32 { return (*uint32)(unsafe.Pointer(&b[off])) }
 
 // ring is a view of a segment's receive FIFO (Vyukov bounded queue: every
-// cell's sequence word says whose turn it is).
+// cell's sequence word says whose turn it is; a counter in the header
+// says which cells the consumer has handed back).
 type ring struct {
 	seg   []byte
 	cells int
 	mask  uint64
 	tail  *uint64
+	freed *uint64
 	futex *uint32
 	wait  *uint32
-	// full is set (atomically: an endpoint may send from several
-	// goroutines) while this producer's last reserve found the ring
-	// full, and cleared by its next success; see reserve.
-	full uint32
+	// limit is this producer's bound on the rounds it may claim: the
+	// consumer's freed counter, as last read, plus cells. Read and
+	// written atomically (an endpoint may send from several goroutines);
+	// a stale value is only smaller, since freed never goes back.
+	limit uint64
 }
 
 func newRing(seg []byte, cells int) ring {
 	r := ring{seg: seg, cells: cells, mask: uint64(cells - 1)}
 	r.tail = u64at(seg, hdrTail)
+	r.freed = u64at(seg, hdrFreed)
 	r.futex = u32at(seg, hdrFutex)
 	r.wait = u32at(seg, hdrWaiting)
 	return r
@@ -46,19 +50,35 @@ func (r *ring) buf(i uint64) []byte {
 	return r.seg[off : off+bufSize : off+bufSize]
 }
 
-// initCells sets each cell's sequence to its index (free for round 0).
+// initCells makes each cell free for round 0.
 func (r *ring) initCells() {
 	for i := 0; i < r.cells; i++ {
-		atomic.StoreUint64(u64at(r.cell(uint64(i)), 0), uint64(i))
+		atomic.StoreUint64(u64at(r.cell(uint64(i)), 0), uint64(i)+1)
 	}
 }
 
-// A cell's sequence word says whose turn it is: t (free for round t),
-// claimed(t, pid) (reserved in round t by pid, being written) or t+1
-// (published). Claiming the cell before moving the tail, and helping the
-// tail past a claimed cell, means the tail never passes a cell whose
-// writer is unknown: a writer killed while writing leaves its pid behind,
-// and the receiver can skip the cell once that process is gone.
+// A cell's sequence word says whose turn it is, for round t (the t-th
+// message of the ring, in cell t mod cells): t+1 (free for round t: the
+// message of round t-cells was published there, or none was), claimed(t,
+// pid) (reserved in round t by pid, being written) or t+cells+1
+// (published; which is also "free for round t+cells").
+//
+// A free sequence alone does not make the cell free: the consumer may
+// still be reading the message of the round before. The consumer hands
+// cells back by storing how many it is done with in the header's freed
+// counter (its own cache line, which only the consumer writes), so cell
+// t is free once its sequence is t+1 and freed > t-cells. The consumer
+// thus never writes to a cell: a store into a cell that the producer
+// wrote and the consumer only read waits until the producer's copy of
+// the line is invalidated, a round trip between the cores per message,
+// and enough of them in flight fill the consumer's store buffer and stall
+// it. A producer reads freed only when its own bound (limit) says the
+// ring may be full.
+//
+// Claiming the cell before moving the tail, and helping the tail past a
+// claimed cell, means the tail never passes a cell whose writer is
+// unknown: a writer killed while writing leaves its pid behind, and the
+// receiver can skip the cell once that process is gone.
 const claimBit = 1 << 63
 
 func claimTag(t uint64) uint64 { return claimBit | (t&0x7fffffff)<<32 }
@@ -73,13 +93,12 @@ func claimOwner(seq, t uint64) int {
 
 // reserve claims the next free cell for pid me; false if the ring is full.
 //
-// The first attempt (unless the last one found the ring full, below)
-// claims the cell without reading it first: the
-// consumer polls the cell that the next message will fill, so the cell's
-// cache line is shared with the consumer's core, and a load followed by
-// a compare-and-swap would take two transfers between the cores (one to
-// read the line, one to own it) where the compare-and-swap alone takes
-// one.
+// While the tail is below this producer's limit, the first attempt
+// claims the cell without reading it first: the consumer polls the cell
+// that the next message will fill, so the cell's cache line is shared
+// with the consumer's core, and a load followed by a compare-and-swap
+// would take two transfers between the cores (one to read the line, one
+// to own it) where the compare-and-swap alone takes one.
 //
 // The claim (a compare-and-swap of the cell's sequence word for exactly
 // this round) is what reserves the cell; the tail is only where senders
@@ -87,66 +106,67 @@ func claimOwner(seq, t uint64) int {
 // so a send costs one locked instruction. A claimer delayed between its
 // claim and that store may set the tail back (never past a claimed cell,
 // and by less than a round, since its own cell, unpublished, stops the
-// consumer); senders that find the tail's cell already claimed, published
-// or consumed move the tail on with a compare-and-swap, as they help the
-// tail past a cell claimed by a sender that has not moved it yet.
+// consumer); senders that find the tail's cell already claimed or
+// published in this round move the tail on with a compare-and-swap, as
+// they help the tail past a cell claimed by a sender that has not moved
+// it yet.
 //
-// A producer that found the ring full reads the tail's cell before it
-// tries a claim again: on a full ring that cell is the consumer's head,
-// which the consumer is about to read and release, and a claim that
-// fails still takes its cache line away from the consumer. A sender
-// retrying a full ring with blind claims (a ucp backlog retries at every
-// progress) would slow the one process that can make room.
+// A producer that finds the tail at its limit reads the consumer's freed
+// counter, and reports the ring full without touching the cell if the
+// consumer has not handed it back: on a full ring that cell is the
+// consumer's head, which the consumer is about to read, and a producer
+// retrying a full ring (a ucp backlog retries at every progress) would
+// otherwise take its cache line away from the one process that can make
+// room.
 func (r *ring) reserve(me uint32) (uint64, bool) {
 	t := atomic.LoadUint64(r.tail)
-	p := u64at(r.cell(t), 0)
-	if atomic.LoadUint32(&r.full) == 0 {
-		if atomic.CompareAndSwapUint64(p, t, claimTag(t)|uint64(me)) {
+	if t < atomic.LoadUint64(&r.limit) {
+		if atomic.CompareAndSwapUint64(u64at(r.cell(t), 0), t+1, claimTag(t)|uint64(me)) {
 			release.Store(r.tail, t+1)
 			return t, true
 		}
 	}
 	for {
 		t := atomic.LoadUint64(r.tail)
+		if t >= atomic.LoadUint64(&r.limit) && !r.refresh(t) {
+			return 0, false // the consumer has not handed back round t-cells
+		}
 		p := u64at(r.cell(t), 0)
 		seq := atomic.LoadUint64(p)
 		switch {
-		case seq == t:
-			if atomic.CompareAndSwapUint64(p, t, claimTag(t)|uint64(me)) {
+		case seq == t+1:
+			if atomic.CompareAndSwapUint64(p, t+1, claimTag(t)|uint64(me)) {
 				release.Store(r.tail, t+1)
-				if atomic.LoadUint32(&r.full) != 0 {
-					atomic.StoreUint32(&r.full, 0)
-				}
 				return t, true
 			}
-		case seq&claimBit == 0:
-			if seq < t {
-				return 0, r.isFull() // the previous round's message is unread
-			}
-			// published or consumed in this round: the tail is behind
-			atomic.CompareAndSwapUint64(r.tail, t, t+1)
-		case seq&^0xffffffff == claimTag(t-uint64(r.cells)):
-			return 0, r.isFull() // the previous round is still being written
+		case seq&claimBit == 0 && seq < t+1, seq&^0xffffffff == claimTag(t-uint64(r.cells)):
+			// the previous round's message is unpublished (freed says it
+			// was handed back, so only a corrupt segment gets here)
+			return 0, false
 		default:
-			atomic.CompareAndSwapUint64(r.tail, t, t+1) // help the claimer
+			// claimed or published in this round: the tail is behind
+			atomic.CompareAndSwapUint64(r.tail, t, t+1)
 		}
 	}
 }
 
-// isFull notes that reserve found the ring full and returns false.
-func (r *ring) isFull() bool {
-	if atomic.LoadUint32(&r.full) == 0 {
-		atomic.StoreUint32(&r.full, 1)
-	}
-	return false
+// refresh reads the consumer's freed counter into limit and reports
+// whether round t is below it.
+func (r *ring) refresh(t uint64) bool {
+	lim := atomic.LoadUint64(r.freed) + uint64(r.cells)
+	atomic.StoreUint64(&r.limit, lim)
+	return t < lim
 }
 
 // hasRoom reports whether a reserve would succeed now.
 func (r *ring) hasRoom() bool {
 	t := atomic.LoadUint64(r.tail)
+	if t >= atomic.LoadUint64(&r.limit) && !r.refresh(t) {
+		return false
+	}
 	seq := atomic.LoadUint64(u64at(r.cell(t), 0))
 	if seq&claimBit == 0 {
-		return seq >= t
+		return seq >= t+1
 	}
 	return seq&^0xffffffff != claimTag(t-uint64(r.cells))
 }
@@ -169,7 +189,7 @@ func (r *ring) stuckOwner(head uint64) int {
 // cell that follows sees the claim; a consumer that finds the head cell
 // claimed does not sleep (pending).
 func (r *ring) publish(t uint64) {
-	release.Store(u64at(r.cell(t), 0), t+1)
+	release.Store(u64at(r.cell(t), 0), t+uint64(r.cells)+1)
 	if atomic.LoadUint32(r.wait) != 0 {
 		r.wake()
 	}
@@ -183,20 +203,27 @@ func (r *ring) wake() {
 // pending reports whether the cell at head is claimed or published: a
 // message is on its way, so the consumer must not sleep.
 func (r *ring) pending(head uint64) bool {
-	return atomic.LoadUint64(u64at(r.cell(head), 0)) != head
+	return atomic.LoadUint64(u64at(r.cell(head), 0)) != head+1
 }
 
 // ready reports whether the cell at head is published.
 func (r *ring) ready(head uint64) bool {
-	return atomic.LoadUint64(u64at(r.cell(head), 0)) == head+1
+	return atomic.LoadUint64(u64at(r.cell(head), 0)) == head+uint64(r.cells)+1
 }
 
-// release frees cell head for the producers' next round. A producer
-// only claims the cell by a compare-and-swap of the new value, so a
+// handBack tells the producers that the consumer is done with every cell
+// of the rounds before n. Only the consumer writes the counter, so a
 // release store (no full barrier) suffices: the consumer's reads of the
-// cell come before it.
-func (r *ring) release(head uint64) {
-	release.Store(u64at(r.cell(head), 0), head+uint64(r.cells))
+// cells come before it.
+func (r *ring) handBack(n uint64) {
+	release.Store(r.freed, n)
+}
+
+// skip marks cell head, claimed by a writer that died before publishing
+// it, as published, so that it is free for the next round once handed
+// back (the consumer then steps over it without delivering it).
+func (r *ring) skip(head uint64) {
+	release.Store(u64at(r.cell(head), 0), head+uint64(r.cells)+1)
 }
 
 // sleep blocks on the futex while its value is val, at most d.
