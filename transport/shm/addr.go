@@ -108,7 +108,12 @@ func encodeHeader(b []byte, h segHeader) {
 	binary.LittleEndian.PutUint64(b[hdrKeyCookie:], h.KeyCookie)
 }
 
-func segLen(cells int) int { return hdrSize + cells*cellSize + cells*bufSize }
+// The segment: the header page, the cells' claim words (8 bytes each,
+// rounded up to a cache line), the cells, and one bcopy buffer per cell.
+func segLen(cells int) int { return cellsOff(cells) + cells*cellSize + cells*bufSize }
+
+// cellsOff is the offset of the first cell.
+func cellsOff(cells int) int { return hdrSize + (cells*8+63)&^63 }
 
 // decodeHeader checks a segment header of a mapping of size total. Errors
 // wrap uct.ErrInvalidAddress.

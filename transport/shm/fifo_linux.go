@@ -116,7 +116,9 @@ func (it *Iface) checkStuck() {
 	if now.Sub(it.stuckSince) < stuckAfter || processAlive(pid) {
 		return
 	}
-	it.rx.skip(it.head)
+	if it.rx.ready(it.head) {
+		return // published before its writer exited: deliver it
+	}
 	it.head++
 	it.releaseDelivered()
 	it.stuckSince = time.Time{}

@@ -13,9 +13,8 @@ import (
 func u64at(b []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])) }
 func u32at(b []byte, off int) *uint32 { return (*uint32)(unsafe.Pointer(&b[off])) }
 
-// ring is a view of a segment's receive FIFO (Vyukov bounded queue: every
-// cell's sequence word says whose turn it is; a counter in the header
-// says which cells the consumer has handed back).
+// ring is a view of a segment's receive FIFO: a bounded queue of cells,
+// an array of claim words (one per cell) and counters in the header.
 type ring struct {
 	seg   []byte
 	cells int
@@ -40,113 +39,104 @@ func newRing(seg []byte, cells int) ring {
 	return r
 }
 
+func (r *ring) claim(i uint64) *uint64 { return u64at(r.seg, hdrSize+int(i&r.mask)*8) }
+
 func (r *ring) cell(i uint64) []byte {
-	off := hdrSize + int(i&r.mask)*cellSize
+	off := cellsOff(r.cells) + int(i&r.mask)*cellSize
 	return r.seg[off : off+cellSize : off+cellSize]
 }
 
 func (r *ring) buf(i uint64) []byte {
-	off := hdrSize + r.cells*cellSize + int(i&r.mask)*bufSize
+	off := cellsOff(r.cells) + r.cells*cellSize + int(i&r.mask)*bufSize
 	return r.seg[off : off+bufSize : off+bufSize]
 }
 
-// initCells makes each cell free for round 0.
+// initCells makes each cell free for round 0: its claim word holds a
+// claim of the round before (by no process).
 func (r *ring) initCells() {
 	for i := 0; i < r.cells; i++ {
-		atomic.StoreUint64(u64at(r.cell(uint64(i)), 0), uint64(i)+1)
+		atomic.StoreUint64(r.claim(uint64(i)), claimTag(uint64(i)-uint64(r.cells)))
 	}
 }
 
-// A cell's sequence word says whose turn it is, for round t (the t-th
-// message of the ring, in cell t mod cells): t+1 (free for round t: the
-// message of round t-cells was published there, or none was), claimed(t,
-// pid) (reserved in round t by pid, being written) or t+cells+1
-// (published; which is also "free for round t+cells").
+// Round t (the t-th message of the ring) goes into cell t mod cells.
+// Two words say where it is:
 //
-// A free sequence alone does not make the cell free: the consumer may
-// still be reading the message of the round before. The consumer hands
-// cells back by storing how many it is done with in the header's freed
-// counter (its own cache line, which only the consumer writes), so cell
-// t is free once its sequence is t+1 and freed > t-cells. The consumer
-// thus never writes to a cell: a store into a cell that the producer
-// wrote and the consumer only read waits until the producer's copy of
-// the line is invalidated, a round trip between the cores per message,
-// and enough of them in flight fill the consumer's store buffer and stall
-// it. A producer reads freed only when its own bound (limit) says the
-// ring may be full.
+//   - the cell's claim word, in an array apart from the cells, holds
+//     claimed(t, pid) from the moment a producer reserves the cell for
+//     round t until the producer of round t+cells reserves it;
+//   - the cell's sequence word (its first word) holds t+1 once the
+//     message of round t is published.
+//
+// A cell is free for round t once its claim word holds a claim of round
+// t-cells and the consumer has handed that round back: the consumer
+// stores how many rounds it is done with in the header's freed counter
+// (its own cache line, which only the consumer writes), and a producer
+// reads it only when its own bound (limit) says the ring may be full.
+//
+// So the consumer never writes to a cell or a claim word, and producers
+// write claim words that the consumer does not read on its fast path: a
+// producer's claim (its one locked instruction) finds the claim word's
+// cache line in its own cache, as long as no other producer took it,
+// and a consumer's store into a line that the producer wrote (a cell
+// handed back) would wait for the producer's copy to be invalidated, a
+// round trip between the cores per message. The cell's line moves
+// between the cores twice per message, as in any shared-memory FIFO:
+// the producer's stores, and the consumer's read.
 //
 // Claiming the cell before moving the tail, and helping the tail past a
 // claimed cell, means the tail never passes a cell whose writer is
-// unknown: a writer killed while writing leaves its pid behind, and the
-// receiver can skip the cell once that process is gone.
+// unknown: a writer killed while writing leaves its pid in the claim
+// word, and the receiver can skip the cell once that process is gone.
 const claimBit = 1 << 63
 
 func claimTag(t uint64) uint64 { return claimBit | (t&0x7fffffff)<<32 }
 
-// claimOwner returns the pid that claimed the cell for round t, or 0.
-func claimOwner(seq, t uint64) int {
-	if seq&^0xffffffff != claimTag(t) {
+// claimOwner returns the pid that claimed a cell for round t, given its
+// claim word, or 0.
+func claimOwner(claim, t uint64) int {
+	if claim&^0xffffffff != claimTag(t) {
 		return 0
 	}
-	return int(uint32(seq))
+	return int(uint32(claim))
 }
 
 // reserve claims the next free cell for pid me; false if the ring is full.
 //
-// While the tail is below this producer's limit, the first attempt
-// claims the cell without reading it first: the consumer polls the cell
-// that the next message will fill, so the cell's cache line is shared
-// with the consumer's core, and a load followed by a compare-and-swap
-// would take two transfers between the cores (one to read the line, one
-// to own it) where the compare-and-swap alone takes one.
-//
-// The claim (a compare-and-swap of the cell's sequence word for exactly
-// this round) is what reserves the cell; the tail is only where senders
-// start looking. The claimer moves it past its cell with a plain store,
-// so a send costs one locked instruction. A claimer delayed between its
-// claim and that store may set the tail back (never past a claimed cell,
-// and by less than a round, since its own cell, unpublished, stops the
-// consumer); senders that find the tail's cell already claimed or
-// published in this round move the tail on with a compare-and-swap, as
-// they help the tail past a cell claimed by a sender that has not moved
-// it yet.
+// The claim (a compare-and-swap of the cell's claim word from the
+// previous round's claim to this round's) is what reserves the cell; the
+// tail is only where senders start looking. The claimer moves it past
+// its cell with a plain store, so a send costs one locked instruction. A
+// claimer delayed between its claim and that store may set the tail back
+// (never past a claimed cell, and by less than a round, since its own
+// cell, unpublished, stops the consumer); senders that find the tail's
+// cell already claimed in this round move the tail on with a
+// compare-and-swap, as they help the tail past a cell claimed by a sender
+// that has not moved it yet.
 //
 // A producer that finds the tail at its limit reads the consumer's freed
 // counter, and reports the ring full without touching the cell if the
-// consumer has not handed it back: on a full ring that cell is the
-// consumer's head, which the consumer is about to read, and a producer
-// retrying a full ring (a ucp backlog retries at every progress) would
-// otherwise take its cache line away from the one process that can make
-// room.
+// consumer has not handed it back.
 func (r *ring) reserve(me uint32) (uint64, bool) {
-	t := atomic.LoadUint64(r.tail)
-	if t < atomic.LoadUint64(&r.limit) {
-		if atomic.CompareAndSwapUint64(u64at(r.cell(t), 0), t+1, claimTag(t)|uint64(me)) {
-			release.Store(r.tail, t+1)
-			return t, true
-		}
-	}
 	for {
 		t := atomic.LoadUint64(r.tail)
 		if t >= atomic.LoadUint64(&r.limit) && !r.refresh(t) {
 			return 0, false // the consumer has not handed back round t-cells
 		}
-		p := u64at(r.cell(t), 0)
-		seq := atomic.LoadUint64(p)
-		switch {
-		case seq == t+1:
-			if atomic.CompareAndSwapUint64(p, t+1, claimTag(t)|uint64(me)) {
+		p := r.claim(t)
+		c := atomic.LoadUint64(p)
+		switch c &^ 0xffffffff {
+		case claimTag(t - uint64(r.cells)):
+			if atomic.CompareAndSwapUint64(p, c, claimTag(t)|uint64(me)) {
 				release.Store(r.tail, t+1)
 				return t, true
 			}
-		case seq&claimBit == 0 && seq < t+1, seq&^0xffffffff == claimTag(t-uint64(r.cells)):
-			// the previous round's message is unpublished (freed says it
-			// was handed back, so only a corrupt segment gets here)
-			return 0, false
-		default:
-			// claimed or published in this round: the tail is behind
+		case claimTag(t):
+			// claimed in this round by a sender that has not moved the
+			// tail yet, or the tail was set back: help it on
 			atomic.CompareAndSwapUint64(r.tail, t, t+1)
 		}
+		// else another sender claimed it and moved the tail since our load
 	}
 }
 
@@ -161,20 +151,16 @@ func (r *ring) refresh(t uint64) bool {
 // hasRoom reports whether a reserve would succeed now.
 func (r *ring) hasRoom() bool {
 	t := atomic.LoadUint64(r.tail)
-	if t >= atomic.LoadUint64(&r.limit) && !r.refresh(t) {
-		return false
-	}
-	seq := atomic.LoadUint64(u64at(r.cell(t), 0))
-	if seq&claimBit == 0 {
-		return seq >= t+1
-	}
-	return seq&^0xffffffff != claimTag(t-uint64(r.cells))
+	return t < atomic.LoadUint64(&r.limit) || r.refresh(t)
 }
 
 // stuckOwner returns the pid that claimed cell head but has not published
 // it, or 0.
 func (r *ring) stuckOwner(head uint64) int {
-	return claimOwner(atomic.LoadUint64(u64at(r.cell(head), 0)), head)
+	if r.ready(head) {
+		return 0
+	}
+	return claimOwner(atomic.LoadUint64(r.claim(head)), head)
 }
 
 // publish makes cell t visible to the consumer and wakes it if it sleeps.
@@ -186,10 +172,10 @@ func (r *ring) stuckOwner(head uint64) int {
 // (a full barrier too) as in Dekker's algorithm. Either the consumer
 // announced itself before our claim, and the load of the waiting word
 // below sees it, or it announced itself after, and its check of the head
-// cell that follows sees the claim; a consumer that finds the head cell
+// cell's claim that follows sees it; a consumer that finds the head cell
 // claimed does not sleep (pending).
 func (r *ring) publish(t uint64) {
-	release.Store(u64at(r.cell(t), 0), t+uint64(r.cells)+1)
+	release.Store(u64at(r.cell(t), 0), t+1)
 	if atomic.LoadUint32(r.wait) != 0 {
 		r.wake()
 	}
@@ -203,12 +189,12 @@ func (r *ring) wake() {
 // pending reports whether the cell at head is claimed or published: a
 // message is on its way, so the consumer must not sleep.
 func (r *ring) pending(head uint64) bool {
-	return atomic.LoadUint64(u64at(r.cell(head), 0)) != head+1
+	return r.ready(head) || atomic.LoadUint64(r.claim(head))&^0xffffffff == claimTag(head)
 }
 
 // ready reports whether the cell at head is published.
 func (r *ring) ready(head uint64) bool {
-	return atomic.LoadUint64(u64at(r.cell(head), 0)) == head+uint64(r.cells)+1
+	return atomic.LoadUint64(u64at(r.cell(head), 0)) == head+1
 }
 
 // handBack tells the producers that the consumer is done with every cell
@@ -217,13 +203,6 @@ func (r *ring) ready(head uint64) bool {
 // cells come before it.
 func (r *ring) handBack(n uint64) {
 	release.Store(r.freed, n)
-}
-
-// skip marks cell head, claimed by a writer that died before publishing
-// it, as published, so that it is free for the next round once handed
-// back (the consumer then steps over it without delivering it).
-func (r *ring) skip(head uint64) {
-	release.Store(u64at(r.cell(head), 0), head+uint64(r.cells)+1)
 }
 
 // sleep blocks on the futex while its value is val, at most d.
