@@ -81,6 +81,7 @@ const (
 	inlineMax    = cellSize - cellHdr
 	defaultCells = 256
 	bufSize      = 8192
+	bufStride    = bufSize + 64 // see segLen
 )
 
 // segHeader is the decoded constant part of a segment header.
@@ -110,7 +111,11 @@ func encodeHeader(b []byte, h segHeader) {
 
 // The segment: the header page, the cells' claim words (8 bytes each,
 // rounded up to a cache line), the cells, and one bcopy buffer per cell.
-func segLen(cells int) int { return cellsOff(cells) + cells*cellSize + cells*bufSize }
+// The buffers lie bufStride apart, a cache line more than their size:
+// at a multiple of 4 KiB apart, the first lines of every buffer would
+// fall into the same sets of the processor's caches, and a few hundred
+// buffers in use in turn would keep evicting each other.
+func segLen(cells int) int { return cellsOff(cells) + cells*cellSize + cells*bufStride }
 
 // cellsOff is the offset of the first cell.
 func cellsOff(cells int) int { return hdrSize + (cells*8+63)&^63 }

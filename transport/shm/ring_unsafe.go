@@ -47,7 +47,7 @@ func (r *ring) cell(i uint64) []byte {
 }
 
 func (r *ring) buf(i uint64) []byte {
-	off := cellsOff(r.cells) + r.cells*cellSize + int(i&r.mask)*bufSize
+	off := cellsOff(r.cells) + r.cells*cellSize + int(i&r.mask)*bufStride
 	return r.seg[off : off+bufSize : off+bufSize]
 }
 
