@@ -71,7 +71,7 @@
 // A sender SIGKILLed between claiming and publishing leaves its pid behind;
 // when the head cell stays claimed and unpublished for 100 ms, the
 // receiver checks that process with a pidfd and skips the cell if it is
-// gone and the cell is still unpublished. The check runs on
+// gone. The check runs on
 // the slow path (every 1024 empty polls), never per message.
 //
 // SetDeviceStatus is the administrative switch of the "memory" device

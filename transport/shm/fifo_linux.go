@@ -116,9 +116,6 @@ func (it *Iface) checkStuck() {
 	if now.Sub(it.stuckSince) < stuckAfter || processAlive(pid) {
 		return
 	}
-	if it.rx.ready(it.head) {
-		return // published before its writer exited: deliver it
-	}
 	it.head++
 	it.releaseDelivered()
 	it.stuckSince = time.Time{}
