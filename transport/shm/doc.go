@@ -17,10 +17,8 @@
 // finding its head cell claimed does not sleep. The receiver polls the
 // head cell's sequence in Progress and never writes to a cell: it hands
 // cells back by storing how many it is done with in a counter of its own
-// (at most twice per Progress: before its first handler, and after its
-// last for every cell but the one delivered last, which waits for the
-// next call so that the store does not delay what that handler
-// started), which a
+// (before it delivers the next cell, or on its next call, so that the
+// store does not delay what the AM handler started), which a
 // sender reads only when its cached copy says the ring may be full. So
 // a cell's cache line moves between the cores twice per message (the
 // sender's stores, the receiver's read) and a claim word's line stays

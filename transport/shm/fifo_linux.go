@@ -37,6 +37,7 @@ func (it *Iface) deliver() int {
 	it.releaseDelivered()
 	n := 0
 	for n < 64 && it.rx.ready(it.head) {
+		it.releaseDelivered()
 		c := it.rx.cell(it.head)
 		ln := int(*u32at(c, 8))
 		id := c[12] & uct.MaxAMID
@@ -53,11 +54,6 @@ func (it *Iface) deliver() int {
 		}
 		it.head++
 		n++
-	}
-	if n > 1 {
-		// every cell but the last one delivered
-		it.freed = it.head - 1
-		it.rx.handBack(it.freed)
 	}
 	if n > 0 {
 		it.notify.CompletedN(n, uct.CompletionInfo{Queue: uct.NotifyRecv})
@@ -83,13 +79,15 @@ func (it *Iface) dispatchPendingAll() int {
 }
 
 // releaseDelivered hands the cells that Progress delivered back to the
-// producers: one store of the ring's freed counter (ring.handBack). The
-// cell delivered last is handed back on the next call, not right after
-// its handler, so that the store does not delay what the handler
-// started, such as the answer of a ping-pong, which the caller sends
-// after Progress returns (its claim, a locked instruction, waits for the
-// store). A receiver that stops calling Progress holds at most one
-// delivered cell, and one that sleeps after an empty Progress holds none.
+// producers: one store of the ring's freed counter (ring.handBack).
+// Progress hands each cell back before it delivers the next one, so that
+// a producer waiting for room gets it at once, and the cell delivered
+// last on its next call, not right after its handler, so that the store
+// does not delay what the handler started, such as the answer of a
+// ping-pong, which the caller sends after Progress returns (its claim, a
+// locked instruction, waits for the store). A receiver that stops calling
+// Progress holds at most one delivered cell, and one that sleeps after an
+// empty Progress holds none.
 func (it *Iface) releaseDelivered() {
 	if it.freed != it.head {
 		it.freed = it.head
