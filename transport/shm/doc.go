@@ -69,8 +69,9 @@
 // A sender SIGKILLed between claiming and publishing leaves its pid behind;
 // when the head cell stays claimed and unpublished for 100 ms, the
 // receiver checks that process with a pidfd and skips the cell if it is
-// gone. The check runs on
-// the slow path (every 1024 empty polls), never per message.
+// gone and the cell is still unpublished (a writer that published the
+// cell just before it exited has its message delivered). The check runs
+// on the slow path (every 1024 empty polls), never per message.
 //
 // SetDeviceStatus is the administrative switch of the "memory" device
 // (a set of flags: link up or down, RDMA disabled; one event per change):

@@ -99,8 +99,17 @@ func (it *Iface) releaseDelivered() {
 // receiver asks whether its writer is still alive.
 const stuckAfter = 100 * time.Millisecond
 
+// deadWriterSeen, when tests set it, runs in checkStuck once the process
+// that claimed the head cell is known gone, before the receiver looks at
+// the cell again. It is nil otherwise.
+var deadWriterSeen func(it *Iface, head uint64)
+
 // checkStuck skips the head cell if the process that claimed it died
-// before publishing it (slow path, every 1024 empty polls).
+// before publishing it (slow path, every 1024 empty polls). A writer can
+// publish the cell and exit between the stuckOwner read and the liveness
+// answer; once the process is gone the cell no longer changes, so a second
+// look at its sequence tells a lost message from a published one, which
+// Progress then delivers.
 func (it *Iface) checkStuck() {
 	pid := it.rx.stuckOwner(it.head)
 	if pid == 0 {
@@ -113,6 +122,13 @@ func (it *Iface) checkStuck() {
 	}
 	if now.Sub(it.stuckSince) < stuckAfter || processAlive(pid) {
 		return
+	}
+	if deadWriterSeen != nil {
+		deadWriterSeen(it, it.head)
+	}
+	if it.rx.ready(it.head) {
+		it.stuckSince = time.Time{}
+		return // published before its writer exited: deliver it
 	}
 	it.head++
 	it.releaseDelivered()
