@@ -9,7 +9,7 @@ import (
 
 const (
 	segMagic   = 0x48534355 // "UCSH"
-	segVersion = 3
+	segVersion = 4
 	addrLen    = 32
 )
 
@@ -73,6 +73,7 @@ const (
 	hdrWaiting   = 132 // receiver sleeps (set by Arm)
 	hdrClosed    = 136 // owner closed the iface
 	hdrDisabled  = 192 // owner's device is down or RDMA-disabled (own cache line)
+	hdrFreed     = 256 // rounds the receiver has handed back to the producers (own cache line)
 	hdrSize      = 4096
 	cellSize     = 128
 	cellHdr      = 24
@@ -80,6 +81,7 @@ const (
 	inlineMax    = cellSize - cellHdr
 	defaultCells = 256
 	bufSize      = 8192
+	bufStride    = bufSize + 64 // see segLen
 )
 
 // segHeader is the decoded constant part of a segment header.
@@ -107,7 +109,16 @@ func encodeHeader(b []byte, h segHeader) {
 	binary.LittleEndian.PutUint64(b[hdrKeyCookie:], h.KeyCookie)
 }
 
-func segLen(cells int) int { return hdrSize + cells*cellSize + cells*bufSize }
+// The segment: the header page, the cells' claim words (8 bytes each,
+// rounded up to a cache line), the cells, and one bcopy buffer per cell.
+// The buffers lie bufStride apart, a cache line more than their size:
+// at a multiple of 4 KiB apart, the first lines of every buffer would
+// fall into the same sets of the processor's caches, and a few hundred
+// buffers in use in turn would keep evicting each other.
+func segLen(cells int) int { return cellsOff(cells) + cells*cellSize + cells*bufStride }
+
+// cellsOff is the offset of the first cell.
+func cellsOff(cells int) int { return hdrSize + (cells*8+63)&^63 }
 
 // decodeHeader checks a segment header of a mapping of size total. Errors
 // wrap uct.ErrInvalidAddress.

@@ -4,19 +4,25 @@
 // process start time, random cookie, futex word, the fd and cookie of the
 // MD's key table) followed by a bounded
 // multi-producer single-consumer ring of 128-byte cells, each with its own
-// bcopy buffer. Peers attach by opening /proc/PID/fd/N and mapping the
+// bcopy buffer and its own claim word (in an array apart from the cells).
+// Peers attach by opening /proc/PID/fd/N and mapping the
 // segment MAP_SHARED, so only same-user processes can attach and nothing
 // survives the owner. A sender claims a cell with a compare-and-swap of its
-// sequence word (the one locked instruction of a send), moves the ring's
+// claim word (the one locked instruction of a send), moves the ring's
 // tail past it with a plain store (the tail is only where senders start
 // looking; one that finds it behind moves it on), writes the cell and
 // publishes it with a plain store (release order) to
 // the cell's sequence word; the claim's compare-and-swap is the barrier
 // that orders the sender's check for a sleeping receiver, so a receiver
-// finding its head cell claimed does not sleep. The receiver polls the head cell in Progress and hands the cell it
-// delivered last back to the senders when it delivers the next one or on
-// its next call (so that freeing it does not delay what the AM handler
-// started). Each cell carries its sender's iface (pid and segment fd),
+// finding its head cell claimed does not sleep. The receiver polls the
+// head cell's sequence in Progress and never writes to a cell: it hands
+// cells back by storing how many it is done with in a counter of its own
+// (before it delivers the next cell, or on its next call, so that the
+// store does not delay what the AM handler started), which a
+// sender reads only when its cached copy says the ring may be full. So
+// a cell's cache line moves between the cores twice per message (the
+// sender's stores, the receiver's read) and a claim word's line stays
+// with a lone sender. Each cell carries its sender's iface (pid and segment fd),
 // which Progress hands to handlers installed with SetAMSourceHandler as
 // the message's uct.AMSource.
 //
@@ -56,14 +62,16 @@
 // arrives (the handler table is not locked against a concurrent Progress).
 //
 // A sender claims a cell by writing its pid and the round into the cell's
-// sequence word before it moves the tail (other senders help the tail past
+// claim word before it moves the tail (other senders help the tail past
 // a claimed cell, and a tail set back by a late store only points at used
 // cells, which they step over), so the tail never passes a cell without a
 // known writer.
 // A sender SIGKILLed between claiming and publishing leaves its pid behind;
-// when the head cell stays claimed for 100 ms, the receiver checks that
-// process with a pidfd and skips the cell if it is gone. The check runs on
-// the slow path (every 1024 empty polls), never per message.
+// when the head cell stays claimed and unpublished for 100 ms, the
+// receiver checks that process with a pidfd and skips the cell if it is
+// gone and the cell is still unpublished (a writer that published the
+// cell just before it exited has its message delivered). The check runs
+// on the slow path (every 1024 empty polls), never per message.
 //
 // SetDeviceStatus is the administrative switch of the "memory" device
 // (a set of flags: link up or down, RDMA disabled; one event per change):

@@ -78,19 +78,20 @@ func (it *Iface) dispatchPendingAll() int {
 	return n
 }
 
-// releaseDelivered hands the cell that Progress delivered last back to
-// the producers. Releasing a cell is a store to a cache line that the
-// producer wrote and the consumer only read: the store waits until the
-// producer's copy is invalidated, a round trip between the cores. Done
-// right after the handler it delays whatever the handler started, such as
-// the answer of a ping-pong, which the caller sends after Progress
-// returns; so Progress releases each cell before it delivers the next
-// one, or on its next call. A receiver that stops calling Progress holds
-// at most one delivered cell, and one that sleeps after an empty Progress
-// holds none.
+// releaseDelivered hands the cells that Progress delivered back to the
+// producers: one store of the ring's freed counter (ring.handBack).
+// Progress hands each cell back before it delivers the next one, so that
+// a producer waiting for room gets it at once, and the cell delivered
+// last on its next call, not right after its handler, so that the store
+// does not delay what the handler started, such as the answer of a
+// ping-pong, which the caller sends after Progress returns (its claim, a
+// locked instruction, waits for the store). A receiver that stops calling
+// Progress holds at most one delivered cell, and one that sleeps after an
+// empty Progress holds none.
 func (it *Iface) releaseDelivered() {
-	for ; it.freed != it.head; it.freed++ {
-		it.rx.release(it.freed)
+	if it.freed != it.head {
+		it.freed = it.head
+		it.rx.handBack(it.freed)
 	}
 }
 
@@ -98,8 +99,17 @@ func (it *Iface) releaseDelivered() {
 // receiver asks whether its writer is still alive.
 const stuckAfter = 100 * time.Millisecond
 
+// deadWriterSeen, when tests set it, runs in checkStuck once the process
+// that claimed the head cell is known gone, before the receiver looks at
+// the cell again. It is nil otherwise.
+var deadWriterSeen func(it *Iface, head uint64)
+
 // checkStuck skips the head cell if the process that claimed it died
-// before publishing it (slow path, every 1024 empty polls).
+// before publishing it (slow path, every 1024 empty polls). A writer can
+// publish the cell and exit between the stuckOwner read and the liveness
+// answer; once the process is gone the cell no longer changes, so a second
+// look at its sequence tells a lost message from a published one, which
+// Progress then delivers.
 func (it *Iface) checkStuck() {
 	pid := it.rx.stuckOwner(it.head)
 	if pid == 0 {
@@ -113,10 +123,15 @@ func (it *Iface) checkStuck() {
 	if now.Sub(it.stuckSince) < stuckAfter || processAlive(pid) {
 		return
 	}
-	it.releaseDelivered()
-	it.rx.release(it.head)
+	if deadWriterSeen != nil {
+		deadWriterSeen(it, it.head)
+	}
+	if it.rx.ready(it.head) {
+		it.stuckSince = time.Time{}
+		return // published before its writer exited: deliver it
+	}
 	it.head++
-	it.freed = it.head
+	it.releaseDelivered()
 	it.stuckSince = time.Time{}
 }
 

@@ -13,148 +13,154 @@ import (
 func u64at(b []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&b[off])) }
 func u32at(b []byte, off int) *uint32 { return (*uint32)(unsafe.Pointer(&b[off])) }
 
-// ring is a view of a segment's receive FIFO (Vyukov bounded queue: every
-// cell's sequence word says whose turn it is).
+// ring is a view of a segment's receive FIFO: a bounded queue of cells,
+// an array of claim words (one per cell) and counters in the header.
 type ring struct {
 	seg   []byte
 	cells int
 	mask  uint64
 	tail  *uint64
+	freed *uint64
 	futex *uint32
 	wait  *uint32
-	// full is set (atomically: an endpoint may send from several
-	// goroutines) while this producer's last reserve found the ring
-	// full, and cleared by its next success; see reserve.
-	full uint32
+	// limit is this producer's bound on the rounds it may claim: the
+	// consumer's freed counter, as last read, plus cells. Read and
+	// written atomically (an endpoint may send from several goroutines);
+	// a stale value is only smaller, since freed never goes back.
+	limit uint64
 }
 
 func newRing(seg []byte, cells int) ring {
 	r := ring{seg: seg, cells: cells, mask: uint64(cells - 1)}
 	r.tail = u64at(seg, hdrTail)
+	r.freed = u64at(seg, hdrFreed)
 	r.futex = u32at(seg, hdrFutex)
 	r.wait = u32at(seg, hdrWaiting)
 	return r
 }
 
+func (r *ring) claim(i uint64) *uint64 { return u64at(r.seg, hdrSize+int(i&r.mask)*8) }
+
 func (r *ring) cell(i uint64) []byte {
-	off := hdrSize + int(i&r.mask)*cellSize
+	off := cellsOff(r.cells) + int(i&r.mask)*cellSize
 	return r.seg[off : off+cellSize : off+cellSize]
 }
 
 func (r *ring) buf(i uint64) []byte {
-	off := hdrSize + r.cells*cellSize + int(i&r.mask)*bufSize
+	off := cellsOff(r.cells) + r.cells*cellSize + int(i&r.mask)*bufStride
 	return r.seg[off : off+bufSize : off+bufSize]
 }
 
-// initCells sets each cell's sequence to its index (free for round 0).
+// initCells makes each cell free for round 0: its claim word holds a
+// claim of the round before (by no process).
 func (r *ring) initCells() {
 	for i := 0; i < r.cells; i++ {
-		atomic.StoreUint64(u64at(r.cell(uint64(i)), 0), uint64(i))
+		atomic.StoreUint64(r.claim(uint64(i)), claimTag(uint64(i)-uint64(r.cells)))
 	}
 }
 
-// A cell's sequence word says whose turn it is: t (free for round t),
-// claimed(t, pid) (reserved in round t by pid, being written) or t+1
-// (published). Claiming the cell before moving the tail, and helping the
-// tail past a claimed cell, means the tail never passes a cell whose
-// writer is unknown: a writer killed while writing leaves its pid behind,
-// and the receiver can skip the cell once that process is gone.
+// Round t (the t-th message of the ring) goes into cell t mod cells.
+// Two words say where it is:
+//
+//   - the cell's claim word, in an array apart from the cells, holds
+//     claimed(t, pid) from the moment a producer reserves the cell for
+//     round t until the producer of round t+cells reserves it;
+//   - the cell's sequence word (its first word) holds t+1 once the
+//     message of round t is published.
+//
+// A cell is free for round t once its claim word holds a claim of round
+// t-cells and the consumer has handed that round back: the consumer
+// stores how many rounds it is done with in the header's freed counter
+// (its own cache line, which only the consumer writes), and a producer
+// reads it only when its own bound (limit) says the ring may be full.
+//
+// So the consumer never writes to a cell or a claim word, and producers
+// write claim words that the consumer does not read on its fast path: a
+// producer's claim (its one locked instruction) finds the claim word's
+// cache line in its own cache, as long as no other producer took it,
+// and a consumer's store into a line that the producer wrote (a cell
+// handed back) would wait for the producer's copy to be invalidated, a
+// round trip between the cores per message. The cell's line moves
+// between the cores twice per message, as in any shared-memory FIFO:
+// the producer's stores, and the consumer's read.
+//
+// Claiming the cell before moving the tail, and helping the tail past a
+// claimed cell, means the tail never passes a cell whose writer is
+// unknown: a writer killed while writing leaves its pid in the claim
+// word, and the receiver can skip the cell once that process is gone.
 const claimBit = 1 << 63
 
 func claimTag(t uint64) uint64 { return claimBit | (t&0x7fffffff)<<32 }
 
-// claimOwner returns the pid that claimed the cell for round t, or 0.
-func claimOwner(seq, t uint64) int {
-	if seq&^0xffffffff != claimTag(t) {
+// claimOwner returns the pid that claimed a cell for round t, given its
+// claim word, or 0.
+func claimOwner(claim, t uint64) int {
+	if claim&^0xffffffff != claimTag(t) {
 		return 0
 	}
-	return int(uint32(seq))
+	return int(uint32(claim))
 }
 
 // reserve claims the next free cell for pid me; false if the ring is full.
 //
-// The first attempt (unless the last one found the ring full, below)
-// claims the cell without reading it first: the
-// consumer polls the cell that the next message will fill, so the cell's
-// cache line is shared with the consumer's core, and a load followed by
-// a compare-and-swap would take two transfers between the cores (one to
-// read the line, one to own it) where the compare-and-swap alone takes
-// one.
+// The claim (a compare-and-swap of the cell's claim word from the
+// previous round's claim to this round's) is what reserves the cell; the
+// tail is only where senders start looking. The claimer moves it past
+// its cell with a plain store, so a send costs one locked instruction. A
+// claimer delayed between its claim and that store may set the tail back
+// (never past a claimed cell, and by less than a round, since its own
+// cell, unpublished, stops the consumer); senders that find the tail's
+// cell already claimed in this round move the tail on with a
+// compare-and-swap, as they help the tail past a cell claimed by a sender
+// that has not moved it yet.
 //
-// The claim (a compare-and-swap of the cell's sequence word for exactly
-// this round) is what reserves the cell; the tail is only where senders
-// start looking. The claimer moves it past its cell with a plain store,
-// so a send costs one locked instruction. A claimer delayed between its
-// claim and that store may set the tail back (never past a claimed cell,
-// and by less than a round, since its own cell, unpublished, stops the
-// consumer); senders that find the tail's cell already claimed, published
-// or consumed move the tail on with a compare-and-swap, as they help the
-// tail past a cell claimed by a sender that has not moved it yet.
-//
-// A producer that found the ring full reads the tail's cell before it
-// tries a claim again: on a full ring that cell is the consumer's head,
-// which the consumer is about to read and release, and a claim that
-// fails still takes its cache line away from the consumer. A sender
-// retrying a full ring with blind claims (a ucp backlog retries at every
-// progress) would slow the one process that can make room.
+// A producer that finds the tail at its limit reads the consumer's freed
+// counter, and reports the ring full without touching the cell if the
+// consumer has not handed it back.
 func (r *ring) reserve(me uint32) (uint64, bool) {
-	t := atomic.LoadUint64(r.tail)
-	p := u64at(r.cell(t), 0)
-	if atomic.LoadUint32(&r.full) == 0 {
-		if atomic.CompareAndSwapUint64(p, t, claimTag(t)|uint64(me)) {
-			release.Store(r.tail, t+1)
-			return t, true
-		}
-	}
 	for {
 		t := atomic.LoadUint64(r.tail)
-		p := u64at(r.cell(t), 0)
-		seq := atomic.LoadUint64(p)
-		switch {
-		case seq == t:
-			if atomic.CompareAndSwapUint64(p, t, claimTag(t)|uint64(me)) {
+		if t >= atomic.LoadUint64(&r.limit) && !r.refresh(t) {
+			return 0, false // the consumer has not handed back round t-cells
+		}
+		p := r.claim(t)
+		c := atomic.LoadUint64(p)
+		switch c &^ 0xffffffff {
+		case claimTag(t - uint64(r.cells)):
+			if atomic.CompareAndSwapUint64(p, c, claimTag(t)|uint64(me)) {
 				release.Store(r.tail, t+1)
-				if atomic.LoadUint32(&r.full) != 0 {
-					atomic.StoreUint32(&r.full, 0)
-				}
 				return t, true
 			}
-		case seq&claimBit == 0:
-			if seq < t {
-				return 0, r.isFull() // the previous round's message is unread
-			}
-			// published or consumed in this round: the tail is behind
+		case claimTag(t):
+			// claimed in this round by a sender that has not moved the
+			// tail yet, or the tail was set back: help it on
 			atomic.CompareAndSwapUint64(r.tail, t, t+1)
-		case seq&^0xffffffff == claimTag(t-uint64(r.cells)):
-			return 0, r.isFull() // the previous round is still being written
-		default:
-			atomic.CompareAndSwapUint64(r.tail, t, t+1) // help the claimer
 		}
+		// else another sender claimed it and moved the tail since our load
 	}
 }
 
-// isFull notes that reserve found the ring full and returns false.
-func (r *ring) isFull() bool {
-	if atomic.LoadUint32(&r.full) == 0 {
-		atomic.StoreUint32(&r.full, 1)
-	}
-	return false
+// refresh reads the consumer's freed counter into limit and reports
+// whether round t is below it.
+func (r *ring) refresh(t uint64) bool {
+	lim := atomic.LoadUint64(r.freed) + uint64(r.cells)
+	atomic.StoreUint64(&r.limit, lim)
+	return t < lim
 }
 
 // hasRoom reports whether a reserve would succeed now.
 func (r *ring) hasRoom() bool {
 	t := atomic.LoadUint64(r.tail)
-	seq := atomic.LoadUint64(u64at(r.cell(t), 0))
-	if seq&claimBit == 0 {
-		return seq >= t
-	}
-	return seq&^0xffffffff != claimTag(t-uint64(r.cells))
+	return t < atomic.LoadUint64(&r.limit) || r.refresh(t)
 }
 
 // stuckOwner returns the pid that claimed cell head but has not published
 // it, or 0.
 func (r *ring) stuckOwner(head uint64) int {
-	return claimOwner(atomic.LoadUint64(u64at(r.cell(head), 0)), head)
+	if r.ready(head) {
+		return 0
+	}
+	return claimOwner(atomic.LoadUint64(r.claim(head)), head)
 }
 
 // publish makes cell t visible to the consumer and wakes it if it sleeps.
@@ -166,7 +172,7 @@ func (r *ring) stuckOwner(head uint64) int {
 // (a full barrier too) as in Dekker's algorithm. Either the consumer
 // announced itself before our claim, and the load of the waiting word
 // below sees it, or it announced itself after, and its check of the head
-// cell that follows sees the claim; a consumer that finds the head cell
+// cell's claim that follows sees it; a consumer that finds the head cell
 // claimed does not sleep (pending).
 func (r *ring) publish(t uint64) {
 	release.Store(u64at(r.cell(t), 0), t+1)
@@ -183,7 +189,7 @@ func (r *ring) wake() {
 // pending reports whether the cell at head is claimed or published: a
 // message is on its way, so the consumer must not sleep.
 func (r *ring) pending(head uint64) bool {
-	return atomic.LoadUint64(u64at(r.cell(head), 0)) != head
+	return r.ready(head) || atomic.LoadUint64(r.claim(head))&^0xffffffff == claimTag(head)
 }
 
 // ready reports whether the cell at head is published.
@@ -191,12 +197,12 @@ func (r *ring) ready(head uint64) bool {
 	return atomic.LoadUint64(u64at(r.cell(head), 0)) == head+1
 }
 
-// release frees cell head for the producers' next round. A producer
-// only claims the cell by a compare-and-swap of the new value, so a
+// handBack tells the producers that the consumer is done with every cell
+// of the rounds before n. Only the consumer writes the counter, so a
 // release store (no full barrier) suffices: the consumer's reads of the
-// cell come before it.
-func (r *ring) release(head uint64) {
-	release.Store(u64at(r.cell(head), 0), head+uint64(r.cells))
+// cells come before it.
+func (r *ring) handBack(n uint64) {
+	release.Store(r.freed, n)
 }
 
 // sleep blocks on the futex while its value is val, at most d.
