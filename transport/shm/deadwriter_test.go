@@ -1,11 +1,6 @@
 package shm
 
-import (
-	"testing"
-	"time"
-
-	"github.com/ucgo/ucgo/uct"
-)
+import "testing"
 
 // A writer that publishes its cell and exits between the receiver's look
 // at the head cell and the answer that the writer is gone must have its
@@ -14,25 +9,8 @@ import (
 // it is gone, and at that moment (deadWriterSeen) the test publishes the
 // cell as the writer would have just before it died.
 func TestWriterPublishedThenDied(t *testing.T) {
-	_, it := openIface(t)
-	self := it.(*Iface)
-	var got [][]byte
-	it.SetAMHandler(amEcho, func(_ any, data []byte, _ uct.AMFlags) {
-		got = append(got, append([]byte(nil), data...))
-	}, nil)
-	it.SetErrorHandler(func(any, uct.Endpoint, error) {}, nil)
-	other := startChild(t, "echo")
-	epO := other.connect(t, it)
-	hang := startChild(t, "claimhang")
-	hang.connect(t, it)
-
-	deadline := time.Now().Add(10 * time.Second)
-	for self.rx.stuckOwner(self.head) != hang.cmd.Process.Pid {
-		if time.Now().After(deadline) {
-			t.Fatal("the child never claimed our head cell")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	r := newClaimedHead(t)
+	it, self := r.it, r.self
 	claimed := self.head
 	late := []byte("published just before the writer died")
 	hooked := 0
@@ -49,28 +27,28 @@ func TestWriterPublishedThenDied(t *testing.T) {
 		copy(c[cellHdr:], late)
 		*u32at(c, 8) = uint32(len(late))
 		c[12] = amEcho
-		*u64at(c, cellSrc) = uint64(hang.cmd.Process.Pid) << 32
+		*u64at(c, cellSrc) = uint64(r.hang.cmd.Process.Pid) << 32
 		at.rx.publish(head)
 	}
 	t.Cleanup(func() { deadWriterSeen = nil })
-	if err := hang.cmd.Process.Kill(); err != nil {
+	if err := r.hang.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 
-	progressUntil(t, it, "the dead writer's published message", func() bool { return len(got) > 0 })
+	progressUntil(t, it, "the dead writer's published message", func() bool { return len(r.got) > 0 })
 	if hooked != 1 {
 		t.Fatalf("the dead-writer check ran %d times, want 1", hooked)
 	}
-	sendRetry(t, it, func() error { return epO.AMShort(amEcho, 42, []byte("behind")) })
-	progressUntil(t, it, "a message behind the dead writer's cell", func() bool { return len(got) > 1 })
-	if len(got) != 2 || string(got[0]) != string(late) || got[1][0] != 42 || string(got[1][8:]) != "behind" {
-		t.Fatalf("delivered %q, want the dead writer's message once, then the other peer's", got)
+	sendRetry(t, it, func() error { return r.epO.AMShort(amEcho, 42, []byte("behind")) })
+	progressUntil(t, it, "a message behind the dead writer's cell", func() bool { return len(r.got) > 1 })
+	if len(r.got) != 2 || string(r.got[0]) != string(late) || r.got[1][0] != 42 || string(r.got[1][8:]) != "behind" {
+		t.Fatalf("delivered %q, want the dead writer's message once, then the other peer's", r.got)
 	}
 	if self.head != claimed+2 || self.rx.stuckOwner(self.head) != 0 {
 		t.Fatalf("head %d (stuck owner %d), want %d and not stuck", self.head, self.rx.stuckOwner(self.head), claimed+2)
 	}
-	quitChild(t, it, epO, other)
-	if len(got) != 2 {
-		t.Fatalf("delivered %d messages by the end, want 2", len(got))
+	quitChild(t, it, r.epO, r.other)
+	if len(r.got) != 2 {
+		t.Fatalf("delivered %d messages by the end, want 2", len(r.got))
 	}
 }

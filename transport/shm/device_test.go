@@ -142,35 +142,51 @@ func TestCloseInErrorHandler(t *testing.T) {
 // not stop the receiver: messages from other peers behind that cell still
 // arrive, and the dead writer's cell is not delivered.
 func TestWriterKilledMidCell(t *testing.T) {
+	r := newClaimedHead(t)
+	if err := r.hang.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	sendRetry(t, r.it, func() error { return r.epO.AMShort(amEcho, 42, []byte("behind")) })
+	progressUntil(t, r.it, "a message behind the dead writer's cell", func() bool { return len(r.got) > 0 })
+	if len(r.got) != 1 || string(r.got[0][8:]) != "behind" || r.got[0][0] != 42 {
+		t.Fatalf("delivered %q, want exactly the other peer's message", r.got)
+	}
+	if r.self.rx.stuckOwner(r.self.head) != 0 {
+		t.Fatal("head still stuck")
+	}
+	quitChild(t, r.it, r.epO, r.other)
+}
+
+// claimedHead is an iface whose head cell a claimhang child has claimed
+// (and not published), with an echo child connected whose messages queue
+// behind that cell; got collects what the iface delivers.
+type claimedHead struct {
+	it    uct.Iface
+	self  *Iface
+	got   [][]byte
+	other *child
+	epO   uct.Endpoint
+	hang  *child
+}
+
+func newClaimedHead(t *testing.T) *claimedHead {
 	_, it := openIface(t)
-	self := it.(*Iface)
-	var got [][]byte
+	r := &claimedHead{it: it, self: it.(*Iface)}
 	it.SetAMHandler(amEcho, func(_ any, data []byte, _ uct.AMFlags) {
-		got = append(got, append([]byte(nil), data...))
+		r.got = append(r.got, append([]byte(nil), data...))
 	}, nil)
 	it.SetErrorHandler(func(any, uct.Endpoint, error) {}, nil)
-	other := startChild(t, "echo")
-	epO := other.connect(t, it)
-	hang := startChild(t, "claimhang")
-	hang.connect(t, it)
+	r.other = startChild(t, "echo")
+	r.epO = r.other.connect(t, it)
+	r.hang = startChild(t, "claimhang")
+	r.hang.connect(t, it)
 
 	deadline := time.Now().Add(10 * time.Second)
-	for self.rx.stuckOwner(self.head) != hang.cmd.Process.Pid {
+	for r.self.rx.stuckOwner(r.self.head) != r.hang.cmd.Process.Pid {
 		if time.Now().After(deadline) {
 			t.Fatal("the child never claimed our head cell")
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if err := hang.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	sendRetry(t, it, func() error { return epO.AMShort(amEcho, 42, []byte("behind")) })
-	progressUntil(t, it, "a message behind the dead writer's cell", func() bool { return len(got) > 0 })
-	if len(got) != 1 || string(got[0][8:]) != "behind" || got[0][0] != 42 {
-		t.Fatalf("delivered %q, want exactly the other peer's message", got)
-	}
-	if self.rx.stuckOwner(self.head) != 0 {
-		t.Fatal("head still stuck")
-	}
-	quitChild(t, it, epO, other)
+	return r
 }
