@@ -154,7 +154,7 @@ func (m *Matcher) PostRecv(r *Recv) *Msg {
 		panic("match: PostRecv of a receive that is already posted")
 	}
 	r.told = r.told[:0]
-	if m.npending == 0 {
+	if m.npending == 0 && m.nunexp != 0 {
 		if msg := m.findMsg(r); msg != nil {
 			m.unlinkMsg(msg)
 			return msg
