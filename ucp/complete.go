@@ -40,6 +40,39 @@ func (w *Worker) complete(r *Request, err error) {
 	if r.list != nil {
 		r.list.remove(r)
 	}
+	if r.deep {
+		w.completeDeep(r)
+	}
+	r.err = err
+	r.notice = nil
+	r.buf = nil
+	if w.safe {
+		r.done.Store(true)
+		if w.asleep {
+			w.Wake() // a Wait sleeps, perhaps for r
+		}
+	} else {
+		r.fin = true
+	}
+	if r.kind == kCtl {
+		w.putReq(r)
+		return
+	}
+	if r.cb != nil {
+		w.doneq.push(r)
+		return
+	}
+	if r.autoRel {
+		w.putReq(r)
+	}
+}
+
+// completeDeep returns what a request that went past an eager send or
+// receive (deep) holds: registrations, an unpacked key, a stripe, a
+// rendezvous slot, its iov (lock held). A request that is not deep never
+// sets these fields (putReq relies on the same), so complete skips the
+// fields' cache lines for an eager request.
+func (w *Worker) completeDeep(r *Request) {
 	if r.reg != nil {
 		w.regs.put(r.reg)
 		r.reg = nil
@@ -61,28 +94,7 @@ func (w *Worker) complete(r *Request, err error) {
 		w.slotFree(r.slot)
 		r.slot = 0
 	}
-	r.err = err
-	r.notice = nil
-	r.buf, r.iov[0] = nil, nil
-	if w.safe {
-		r.done.Store(true)
-		if w.asleep {
-			w.Wake() // a Wait sleeps, perhaps for r
-		}
-	} else {
-		r.fin = true
-	}
-	if r.kind == kCtl {
-		w.putReq(r)
-		return
-	}
-	if r.cb != nil {
-		w.doneq.push(r)
-		return
-	}
-	if r.autoRel {
-		w.putReq(r)
-	}
+	r.iov[0] = nil
 }
 
 // onComp is the uct completion of r's posted operation(s).

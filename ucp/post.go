@@ -20,7 +20,7 @@ func (ep *Endpoint) post(r *Request) {
 		return
 	}
 	if ep.ridKnown && ep.queue.empty() && ep.stalled.empty() && ep.w.canPost() {
-		if ep.w.dispatch(r) != uct.ErrNoResource {
+		if !noResource(ep.w.dispatch(r)) {
 			return
 		}
 	}
@@ -134,7 +134,7 @@ func (w *Worker) drainBacklog() int {
 		}
 		for r := ep.queue.head; r != nil; r = ep.queue.head {
 			err := w.dispatch(r)
-			if err == uct.ErrNoResource {
+			if noResource(err) {
 				w.toBacklog(ep)
 				break
 			}

@@ -379,7 +379,7 @@ func (w *Worker) putReq(r *Request) {
 		r.comp.Func = fn
 		r.mr = match.Recv{Data: r}
 	case r.kind == kTagRecv:
-		r.mr = match.Recv{Data: r}
+		r.mr.Reset()
 	}
 	r.reqEager = reqEager{w: w, released: true}
 	if len(w.reqFree) < 4096 {

@@ -10,5 +10,5 @@ import "github.com/ucgo/ucgo/uct"
 // Operations already in flight are carried over a short outage by the
 // transport's own retransmission.
 func retryLater(err error) bool {
-	return err == uct.ErrNoResource || err != nil && uct.StatusOf(err) == uct.ErrRouteLost
+	return noResource(err) || err != nil && uct.StatusOf(err) == uct.ErrRouteLost
 }

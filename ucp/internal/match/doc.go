@@ -19,8 +19,10 @@
 // message; Arrive takes the earliest posted matching receive; Probe finds
 // (and with remove takes) the earliest arrived matching unexpected message.
 // Receives whose Mask is all ones sit in a hash of exact tags, the others
-// on a wildcard list; post sequence numbers decide between the two (as in
-// UCX). Unexpected messages are on one arrival list and in a hash by tag.
+// on a wildcard list, each receive on that one list only; post sequence
+// numbers decide between the two (as in UCX), and the failure, resume and
+// drain paths rebuild post order across all lists from them. Unexpected
+// messages are on one arrival list and in a hash by tag.
 //
 // # Sources
 //

@@ -201,15 +201,13 @@ func (m *Matcher) Fail(s Src) []*Recv {
 	}
 	var out []*Recv
 	if m.cfg.Mode == NeverSuspend {
-		for r := m.posted.head; r != nil; {
-			next := r.gnext
+		for _, r := range m.postedOrder() {
 			if m.onlyMatch(r, st) {
 				if _, dead := m.dead(r); dead {
 					m.unlinkRecv(r)
 					out = append(out, r)
 				}
 			}
-			r = next
 		}
 		return out
 	}
@@ -217,7 +215,7 @@ func (m *Matcher) Fail(s Src) []*Recv {
 		st.pending = true
 		m.npending++
 	}
-	for r := m.posted.head; r != nil; r = r.gnext {
+	for _, r := range m.postedOrder() {
 		if m.couldMatch(r, st) && !r.toldOf(s) {
 			r.told = append(r.told, s)
 			out = append(out, r)
@@ -287,14 +285,18 @@ func (m *Matcher) Resume() []Pair {
 
 func (m *Matcher) rematch() []Pair {
 	var pairs []Pair
-	for r := m.posted.head; r != nil && m.nunexp > 0; {
-		next := r.gnext
+	if m.nunexp == 0 {
+		return nil
+	}
+	for _, r := range m.postedOrder() {
+		if m.nunexp == 0 {
+			break
+		}
 		if msg := m.findMsg(r); msg != nil {
 			m.unlinkMsg(msg)
 			m.unlinkRecv(r)
 			pairs = append(pairs, Pair{r, msg})
 		}
-		r = next
 	}
 	return pairs
 }
@@ -346,8 +348,7 @@ func (m *Matcher) Purge(s Src) (onlyS []*Recv, msgs []*Msg, pairs []Pair) {
 		m.rank(s, st)
 		m.forgetGone(st.tag, s)
 	}
-	for r := m.posted.head; r != nil; {
-		next := r.gnext
+	for _, r := range m.postedOrder() {
 		if i := slices.Index(r.told, s); i >= 0 {
 			r.told = slices.Delete(r.told, i, i+1)
 		}
@@ -357,7 +358,6 @@ func (m *Matcher) Purge(s Src) (onlyS []*Recv, msgs []*Msg, pairs []Pair) {
 				onlyS = append(onlyS, r)
 			}
 		}
-		r = next
 	}
 	if wasSuspended && m.npending == 0 {
 		pairs = m.rematch()

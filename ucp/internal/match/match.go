@@ -48,7 +48,6 @@ type Recv struct {
 	// Data is the worker's (its request); the matcher never looks at it.
 	Data any
 
-	gprev, gnext *Recv // all posted receives, post order
 	sprev, snext *Recv // exact-tag bucket or wildcard list, post order
 	seq          uint64
 	posted       bool
@@ -114,10 +113,9 @@ type Matcher struct {
 	cfg Config
 	seq uint64
 
-	posted recvList // all posted receives (g links)
-	wild   recvList // posted receives whose mask is not all ones (s links)
-	exact  [1 << bucketBits]recvList
-	nrecv  int
+	wild  recvList // posted receives whose mask is not all ones
+	exact [1 << bucketBits]recvList
+	nrecv int
 
 	unexp  msgList // all unexpected messages (g links)
 	ubuck  [1 << bucketBits]msgList
@@ -156,7 +154,7 @@ func (m *Matcher) PostRecv(r *Recv) *Msg {
 		panic("match: PostRecv of a receive that is already posted")
 	}
 	r.told = r.told[:0]
-	if m.npending == 0 {
+	if m.npending == 0 && m.nunexp != 0 {
 		if msg := m.findMsg(r); msg != nil {
 			m.unlinkMsg(msg)
 			return msg
@@ -265,16 +263,6 @@ func (m *Matcher) queueRecv(r *Recv) {
 	r.seq = m.seq
 	r.posted = true
 	m.nrecv++
-	// global list
-	r.gnext = nil
-	r.gprev = m.posted.tail
-	if m.posted.tail != nil {
-		m.posted.tail.gnext = r
-	} else {
-		m.posted.head = r
-	}
-	m.posted.tail = r
-	// bucket or wildcard list
 	l := &m.wild
 	if r.Mask == exactMask {
 		l = &m.exact[bucket(r.Tag)]
@@ -290,16 +278,6 @@ func (m *Matcher) queueRecv(r *Recv) {
 }
 
 func (m *Matcher) unlinkRecv(r *Recv) {
-	if r.gprev != nil {
-		r.gprev.gnext = r.gnext
-	} else {
-		m.posted.head = r.gnext
-	}
-	if r.gnext != nil {
-		r.gnext.gprev = r.gprev
-	} else {
-		m.posted.tail = r.gprev
-	}
 	l := &m.wild
 	if r.Mask == exactMask {
 		l = &m.exact[bucket(r.Tag)]
@@ -314,7 +292,7 @@ func (m *Matcher) unlinkRecv(r *Recv) {
 	} else {
 		l.tail = r.sprev
 	}
-	r.gprev, r.gnext, r.sprev, r.snext = nil, nil, nil, nil
+	r.sprev, r.snext = nil, nil
 	r.posted = false
 	m.nrecv--
 }
@@ -373,11 +351,9 @@ func (m *Matcher) unlinkMsg(msg *Msg) {
 // closes: it completes the receives as canceled and frees the messages.
 // Failure state (failed and pending sources, source tags) is kept.
 func (m *Matcher) Drain() (recvs []*Recv, msgs []*Msg) {
-	for r := m.posted.head; r != nil; {
-		next := r.gnext
+	recvs = m.postedOrder()
+	for _, r := range recvs {
 		m.unlinkRecv(r)
-		recvs = append(recvs, r)
-		r = next
 	}
 	for msg := m.unexp.head; msg != nil; {
 		next := msg.gnext

@@ -582,7 +582,7 @@ func (md *model) step(src opSource) {
 func (md *model) checkQueues() {
 	md.t.Helper()
 	var gp, wp []int
-	for r := md.m.posted.head; r != nil; r = r.gnext {
+	for _, r := range md.m.postedOrder() {
 		gp = append(gp, recvID(r))
 	}
 	for _, r := range md.f.posted {
