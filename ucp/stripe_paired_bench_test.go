@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ucgo/ucgo/internal/netns"
+	"github.com/ucgo/ucgo/transport/rc/verbs"
 )
 
 // BenchmarkRailsPaired is BenchmarkRails with one rail and two paired in
@@ -19,16 +20,22 @@ import (
 // take turns between the two pairs in blocks of pairedBlock transfers
 // (pairedBlockLimited when rate-limited), so a load that comes and goes
 // on the machine weighs on both alike. Each turn runs both blocks, in
-// an order that swaps from turn to turn. A block is timed from the
-// completion of its pairedWarm-th transfer to that of its last, with
-// the window (bwWindow; railsWindow when rate-limited) kept full in
-// between, and its data are checked after the clock stops: a Put block
+// an order that swaps from turn to turn. A block starts with pairedWarm
+// transfers, untimed, that bring its pair's state back after the other
+// pair's block; it is then timed from its first transfer's start to its
+// last transfer's completion, with the window (bwWindow; railsWindow
+// when rate-limited) kept full in between, since transfers in flight
+// together share the rails and complete close together, so only the
+// whole block's time gives its rate. Its data are checked after the
+// clock stops: a Put block
 // is read back, a Get block's buffer, cleared before, must hold the
 // peer's memory, a tag block's receive buffer, cleared before, is
 // compared by the receiver. MB/s-1rail and MB/s-2rail are the medians
 // over the blocks, ratio the median of the two-rail to one-rail ratios
 // of the turns and below1-frac the fraction of turns whose ratio is
-// below 1. b.N counts the transfers of each pair.
+// below 1; retx/op and timeouts/op count each pair's rc retransmits and
+// timeouts (local ACK timeouts and READ retries) per transfer. b.N
+// counts the transfers of each pair.
 //
 //	go test -c -o /tmp/ucp.test ./ucp && for i in 1 2 3 4 5; do
 //	  /tmp/ucp.test -test.run '^$' -test.bench 'BenchmarkRailsPaired/put/unlimited$' -test.benchtime 3s
@@ -68,7 +75,7 @@ const (
 	// pairedBlockLimited is the block with rate-limited rails: 8 MiB
 	// at 50 MB/s (one 400 Mbit/s rail) take about 170 ms
 	pairedBlockLimited = 8
-	// pairedWarm transfers start each block untimed, filling the window
+	// pairedWarm transfers, untimed, start each block
 	pairedWarm = 4
 	// pairedLimit bounds a whole run, whatever b.N
 	pairedLimit = 10 * time.Minute
@@ -201,6 +208,7 @@ func init() {
 
 // pairedPair is one worker pair of BenchmarkRailsPaired on rank 0's side.
 type pairedPair struct {
+	ctx    *Context
 	w      *Worker
 	ep     *Endpoint
 	mem    remoteMem // put and get: the child's memory
@@ -277,13 +285,13 @@ func benchRailsPaired(b *testing.B, op string, mbit int) {
 		if err != nil {
 			return err
 		}
-		one = &pairedPair{w: w2, ep: ep2}
+		one = &pairedPair{ctx: ctx2, w: w2, ep: ep2}
 		return nil
 	})
 	if err != nil {
 		b.Fatalf("one-rail worker in %s: %v", r.A[0].Name(), err)
 	}
-	pairs := [2]*pairedPair{one, {w: nd.w, ep: nd.eps[1]}} // one rail, two rails
+	pairs := [2]*pairedPair{one, {ctx: nd.ctx, w: nd.w, ep: nd.eps[1]}} // one rail, two rails
 	for _, p := range []*pairedPair{pairs[1], pairs[0]} {
 		p.win = make([]*Request, window)
 		p.out, p.in = make([]byte, bwSize), make([]byte, bwSize)
@@ -326,30 +334,27 @@ func benchRailsPaired(b *testing.B, op string, mbit int) {
 			}
 			return p.ep.TagSend(p.out, mkTag(0, tagBench), nil)
 		}
-		total := pairedWarm + n
-		var t0, t1 time.Time
-		// done waits for transfer j, which is in slot j%window
-		done := func(j int) {
-			q := p.win[j%window]
-			wait(p.w, q)
-			q.Release()
-			p.win[j%window] = nil
-			switch j {
-			case pairedWarm - 1:
-				t0 = time.Now()
-			case total - 1:
-				t1 = time.Now()
+		// transfers moves n transfers with the window kept full and
+		// returns when the last has completed
+		transfers := func(n int) {
+			for i := 0; i < n; i++ {
+				if q := p.win[i%window]; q != nil {
+					wait(p.w, q)
+					q.Release()
+				}
+				p.win[i%window] = issue()
+			}
+			for j := max(0, n-window); j < n; j++ {
+				q := p.win[j%window]
+				wait(p.w, q)
+				q.Release()
+				p.win[j%window] = nil
 			}
 		}
-		for i := 0; i < total; i++ {
-			if i >= window {
-				done(i - window)
-			}
-			p.win[i%window] = issue()
-		}
-		for j := max(0, total-window); j < total; j++ {
-			done(j)
-		}
+		transfers(pairedWarm)
+		t0 := time.Now()
+		transfers(n)
+		el := time.Since(t0)
 		switch op {
 		case "put":
 			q := p.ep.Flush(nil)
@@ -379,7 +384,7 @@ func benchRailsPaired(b *testing.B, op string, mbit int) {
 			}
 		}
 		p.checks++
-		return float64(n) * bwSize / t1.Sub(t0).Seconds() / 1e6
+		return float64(n) * bwSize / el.Seconds() / 1e6
 	}
 	// warm both pairs: wireup, registration caches, the window
 	var seed byte
@@ -393,6 +398,7 @@ func benchRailsPaired(b *testing.B, op string, mbit int) {
 	if got := len(pairs[0].ep.rails); got != 0 {
 		b.Fatalf("one-rail pair stripes over %d rails", got)
 	}
+	before := [2]verbs.Counters{rcCounters(pairs[0].ctx), rcCounters(pairs[1].ctx)}
 	b.ReportAllocs()
 	b.ResetTimer()
 	var ratios []float64
@@ -419,6 +425,11 @@ func benchRailsPaired(b *testing.B, op string, mbit int) {
 	b.ReportMetric(median(pairs[1].mbs), "MB/s-2rail")
 	b.ReportMetric(median(ratios), "ratio")
 	b.ReportMetric(float64(below)/float64(len(ratios)), "below1-frac")
+	for k, name := range []string{"1rail", "2rail"} {
+		c, o := rcCounters(pairs[k].ctx), before[k]
+		b.ReportMetric(float64(c.Retransmits-o.Retransmits)/float64(b.N), "retx/op-"+name)
+		b.ReportMetric(float64(c.Timeouts-o.Timeouts+c.ReadRetries-o.ReadRetries)/float64(b.N), "timeouts/op-"+name)
+	}
 	if pairs[0].checks == 0 || pairs[1].checks == 0 {
 		b.Fatal("no block was checked")
 	}
