@@ -11,6 +11,7 @@ import (
 
 	"github.com/ucgo/ucgo/internal/netns"
 	"github.com/ucgo/ucgo/transport/rc/verbs"
+	"golang.org/x/sys/unix"
 )
 
 // BenchmarkRailsPaired is BenchmarkRails with one rail and two paired in
@@ -33,7 +34,10 @@ import (
 // compared by the receiver. MB/s-1rail and MB/s-2rail are the medians
 // over the blocks, ratio the median of the two-rail to one-rail ratios
 // of the turns and below1-frac the fraction of turns whose ratio is
-// below 1; retx/op and timeouts/op count each pair's rc retransmits and
+// below 1; cpu-ms/MiB is this process's CPU time (every thread: the
+// driving one, which spins while it waits, and the devices' background
+// goroutines) per MiB, median over each pair's blocks, which time lost
+// to preemption does not inflate; retx/op and timeouts/op count each pair's rc retransmits and
 // timeouts (local ACK timeouts and READ retries) per transfer. b.N
 // counts the transfers of each pair.
 //
@@ -216,6 +220,7 @@ type pairedPair struct {
 	in     []byte    // get: the data read; put: the data read back
 	win    []*Request
 	mbs    []float64 // MB/s of each block
+	cpu    []float64 // this process's CPU ms per MiB of each block
 	checks int       // blocks whose data were checked
 }
 
@@ -352,9 +357,11 @@ func benchRailsPaired(b *testing.B, op string, mbit int) {
 			}
 		}
 		transfers(pairedWarm)
+		c0 := processCPU()
 		t0 := time.Now()
 		transfers(n)
 		el := time.Since(t0)
+		p.cpu = append(p.cpu, float64(processCPU()-c0)/1e6/float64(n))
 		switch op {
 		case "put":
 			q := p.ep.Flush(nil)
@@ -426,6 +433,7 @@ func benchRailsPaired(b *testing.B, op string, mbit int) {
 	b.ReportMetric(median(ratios), "ratio")
 	b.ReportMetric(float64(below)/float64(len(ratios)), "below1-frac")
 	for k, name := range []string{"1rail", "2rail"} {
+		b.ReportMetric(median(pairs[k].cpu), "cpu-ms/MiB-"+name)
 		c, o := rcCounters(pairs[k].ctx), before[k]
 		b.ReportMetric(float64(c.Retransmits-o.Retransmits)/float64(b.N), "retx/op-"+name)
 		b.ReportMetric(float64(c.Timeouts-o.Timeouts+c.ReadRetries-o.ReadRetries)/float64(b.N), "timeouts/op-"+name)
@@ -434,6 +442,15 @@ func benchRailsPaired(b *testing.B, op string, mbit int) {
 		b.Fatal("no block was checked")
 	}
 	benchQuit(nd)
+}
+
+// processCPU is the CPU time this process has used (user and system).
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // fillPattern writes pattern(len(b), seed) into b.
