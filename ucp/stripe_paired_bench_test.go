@@ -28,19 +28,20 @@ import (
 // when rate-limited) kept full in between, since transfers in flight
 // together share the rails and complete close together, so only the
 // whole block's time gives its rate. Its data are checked after the
-// clock stops: a Put block
-// is read back, a Get block's buffer, cleared before, must hold the
-// peer's memory, a tag block's receive buffer, cleared before, is
-// compared by the receiver. MB/s-1rail and MB/s-2rail are the medians
-// over the blocks, ratio the median of the two-rail to one-rail ratios
-// of the turns, ratio-p10 their tenth percentile and below1-frac the
-// fraction of turns whose ratio is below 1; cpu-ms/MiB is this process's CPU time (every thread: the
-// driving one, which spins while it waits, and the devices' background
-// goroutines) per MiB, median over each pair's blocks: time this
-// process was preempted does not count in it, time it spun waiting for
-// the peer does; retx/op and timeouts/op count each pair's rc retransmits and
-// timeouts (local ACK timeouts and READ retries) per transfer. b.N
-// counts the transfers of each pair.
+// clock stops: a Put block is read back, a Get block's buffer, cleared
+// before, must hold the peer's memory, a tag block's receive buffer,
+// cleared before, is compared by the receiver.
+//
+// MB/s-1rail and MB/s-2rail are the medians over the blocks; ratio is
+// the median of the two-rail to one-rail ratios of the turns, ratio-p10
+// their tenth percentile and below1-frac the fraction of turns whose
+// ratio is below 1. cpu-ms/MiB is this process's CPU time (every
+// thread: the driving one, which spins while it waits, and the devices'
+// background goroutines) per MiB, median over each pair's blocks: time
+// this process was preempted does not count in it, time it spun waiting
+// for the peer does. retx/op and timeouts/op count each pair's rc
+// retransmits and timeouts (local ACK timeouts and READ retries) per
+// transfer. b.N counts the transfers of each pair.
 //
 //	go test -c -o /tmp/ucp.test ./ucp && for i in 1 2 3 4 5; do
 //	  /tmp/ucp.test -test.run '^$' -test.bench 'BenchmarkRailsPaired/put/unlimited$' -test.benchtime 3s
@@ -400,6 +401,7 @@ func benchRailsPaired(b *testing.B, op string, mbit int) {
 		seed++
 		run(pairs[i&1], pairedBlock/4, seed)
 	}
+	pairs[0].cpu, pairs[1].cpu = nil, nil
 	if got := len(pairs[1].ep.rails); got != 2 {
 		b.Fatalf("two-rail pair stripes over %d rails", got)
 	}
