@@ -407,16 +407,29 @@ func (d *Device) gidChanged() {
 	}
 }
 
-// linkChanged runs on the link watcher's goroutine.
+// linkChanged runs on the link watcher's goroutine (the only one that
+// changes the port's state). Going down, the device's status changes
+// before the port refuses posts, so that an owner whose post is refused
+// because the port is down and asks the device why finds its link down
+// (ucp then names the fault ErrLocalNICFailed); coming up, the status
+// changes once the port accepts posts again.
 func (d *Device) linkChanged(up bool) {
-	d.mu.Lock()
-	old := d.state
+	want := PortDown
 	if up {
-		d.state = PortActive
-	} else {
-		d.state = PortDown
+		want = PortActive
 	}
-	changed := old != d.state && !d.closed
+	d.mu.Lock()
+	same := d.state == want || d.closed
+	d.mu.Unlock()
+	if same {
+		return
+	}
+	if !up {
+		d.Watchers.SetLink(false)
+	}
+	d.mu.Lock()
+	changed := d.state != want && !d.closed
+	d.state = want
 	d.mu.Unlock()
 	if !changed {
 		return
@@ -427,7 +440,6 @@ func (d *Device) linkChanged(up bool) {
 		d.Watchers.SetLink(true)
 	} else {
 		d.postEvent(uct.EventPortError, obj, d, fmt.Errorf("verbs: %s: link down: %w", d.name, uct.ErrRouteLost))
-		d.Watchers.SetLink(false)
 	}
 }
 
