@@ -120,14 +120,7 @@ func TestEventGIDChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d *Device
-	if err := pair.A.Do(func() error {
-		d, err = Open(Config{Addr: pair.A.Addr(), Port: -1, ProgressInterval: -1})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openIn(t, pair.A)
 	extra := netip.PrefixFrom(pair.A.Addr().Next().Next().Next(), 24)
 	if err := pair.A.AddAddr(extra); err != nil {
 		t.Fatal(err)

@@ -21,14 +21,7 @@ func TestLinkStatusBeforePortDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d *Device
-	if err := pair.A.Do(func() error {
-		d, err = Open(Config{Addr: pair.A.Addr(), Port: -1, ProgressInterval: -1})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openIn(t, pair.A)
 
 	var mu sync.Mutex
 	seen := map[bool][]PortState{} // usable → port states seen as the status changed

@@ -70,21 +70,7 @@ func TestPlacedCorrupt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var da, db *Device
-	if err := pair.A.Do(func() error {
-		da, err = Open(Config{Addr: pair.A.Addr(), Port: -1, ProgressInterval: -1})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { da.Close() })
-	if err := pair.B.Do(func() error {
-		db, err = Open(Config{Addr: pair.B.Addr(), Port: -1, ProgressInterval: -1})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	da, db := openIn(t, pair.A), openIn(t, pair.B)
 	const n = 256 << 10
 	o := rigOpts{bufSize: 2 * n, mtu: MTU4096}
 	o.defaults()
