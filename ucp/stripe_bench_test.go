@@ -70,21 +70,30 @@ func init() {
 //	  /tmp/ucp.test -test.run '^$' -test.bench "BenchmarkRails/put/400mbit/rails=$n\$" -test.benchtime 3s
 //	done; done
 func BenchmarkRails(b *testing.B) {
+	for _, op := range []string{"tag", "put", "get"} {
+		for _, l := range railsLimits() {
+			for _, n := range []int{1, 2} {
+				b.Run(fmt.Sprintf("%s/%s/rails=%d", op, l.name, n), func(b *testing.B) { benchRails(b, op, l.mbit, n) })
+			}
+		}
+	}
+}
+
+// railsLimit is a rate each rail's veth ends are limited to (0: none),
+// named as the benchmarks' sub-tests are.
+type railsLimit struct {
+	mbit int
+	name string
+}
+
+// railsLimits are the rail benchmarks' limits: none, and railsRate or
+// what railsRateEnv says.
+func railsLimits() []railsLimit {
 	rate := railsRate
 	if v, err := strconv.Atoi(os.Getenv(railsRateEnv)); err == nil && v > 0 {
 		rate = v
 	}
-	for _, op := range []string{"tag", "put", "get"} {
-		for _, mbit := range []int{0, rate} {
-			for _, n := range []int{1, 2} {
-				lim := "unlimited"
-				if mbit > 0 {
-					lim = fmt.Sprintf("%dmbit", mbit)
-				}
-				b.Run(fmt.Sprintf("%s/%s/rails=%d", op, lim, n), func(b *testing.B) { benchRails(b, op, mbit, n) })
-			}
-		}
-	}
+	return []railsLimit{{0, "unlimited"}, {rate, fmt.Sprintf("%dmbit", rate)}}
 }
 
 func benchRails(b *testing.B, op string, mbit, rails int) {

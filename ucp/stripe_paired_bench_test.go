@@ -3,9 +3,7 @@ package ucp
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -47,17 +45,9 @@ import (
 //	  /tmp/ucp.test -test.run '^$' -test.bench 'BenchmarkRailsPaired/put/unlimited$' -test.benchtime 3s
 //	done
 func BenchmarkRailsPaired(b *testing.B) {
-	rate := railsRate
-	if v, err := strconv.Atoi(os.Getenv(railsRateEnv)); err == nil && v > 0 {
-		rate = v
-	}
 	for _, op := range []string{"tag", "put", "get"} {
-		for _, mbit := range []int{0, rate} {
-			lim := "unlimited"
-			if mbit > 0 {
-				lim = fmt.Sprintf("%dmbit", mbit)
-			}
-			b.Run(op+"/"+lim, func(b *testing.B) { benchRailsPaired(b, op, mbit) })
+		for _, l := range railsLimits() {
+			b.Run(op+"/"+l.name, func(b *testing.B) { benchRailsPaired(b, op, l.mbit) })
 		}
 	}
 }
