@@ -1,6 +1,9 @@
 package match
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // Posted receives are linked only in their exact-tag bucket or in the
 // wildcard list, each in post order, as UCX's expected queues are: a
@@ -24,14 +27,6 @@ func (m *Matcher) postedOrder() []*Recv {
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b *Recv) int {
-		switch {
-		case a.seq < b.seq:
-			return -1
-		case a.seq > b.seq:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b *Recv) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }

@@ -8,8 +8,5 @@ func (r *Recv) Reset() {
 	if r.posted {
 		panic("match: Reset of a receive that is posted")
 	}
-	r.Tag, r.Mask, r.seq = 0, 0, 0
-	if r.told != nil {
-		r.told = nil
-	}
+	r.Tag, r.Mask, r.seq, r.told = 0, 0, 0, nil
 }
