@@ -60,6 +60,17 @@
 // context with only the -x transport. Endpoints use a 30 s transport
 // timeout, so that an overloaded machine does not fail a run.
 //
+// Each size's warm-up and measured phase run with Go's garbage collector
+// off (gc_quiet.go): before the barrier a side collects once and sets
+// the GC percent to -1 until the phase ends, so that no collection
+// started by the allocations before the phase (the recorder of the
+// samples, the previous size's results) marks through it. With one P,
+// such a collection's worker runs only when the polling goroutine is
+// preempted, and its marking, with every pointer store of the loop going
+// through the write barrier, lasted 130 ms, two thirds of a 1M-message
+// tag_bw phase; the measured loops allocate nothing, and a memory limit
+// still bounds the heap should one do so.
+//
 // Every measured iteration is timestamped into preallocated memory with
 // the processor's time-stamp counter (internal/tsc: one RDTSC, as
 // ucx_perftest's ucs_get_time, calibrated once per process against the
