@@ -15,9 +15,10 @@ import (
 // busy-polling test goroutine is preempted: at 1M iterations, the first
 // collection began 63 ms after the process started and marked for 130
 // ms, through two thirds of tag_bw's measured phase. While it marks,
-// every pointer store of the loop (a request into its pool, a message
-// into a match queue) goes through the write barrier, a cost that
-// ucx_perftest, in C, never pays. So before each size's barrier
+// its worker takes the one P in turns with the loop, and every pointer
+// store of the loop (a request into its pool, a message into a match
+// queue) goes through the write barrier: costs that ucx_perftest, in C,
+// never pays. So before each size's barrier
 // quietGC collects (runtime.GC waits for the whole cycle) and turns the
 // collector off (debug.SetGCPercent(-1) also waits for a cycle still
 // marking) until the size's phase ends; a memory limit of twice the
