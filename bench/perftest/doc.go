@@ -60,6 +60,17 @@
 // context with only the -x transport. Endpoints use a 30 s transport
 // timeout, so that an overloaded machine does not fail a run.
 //
+// Each size's warm-up and measured phase run with Go's garbage collector
+// off (gc_quiet.go): before the barrier a side collects once and sets
+// the GC percent to -1 until the phase ends, so that no collection
+// started by the allocations before the phase (the recorder of the
+// samples, the previous size's results) marks through it. With one P,
+// such a collection's worker runs only when the polling goroutine is
+// preempted, and its marking, with every pointer store of the loop going
+// through the write barrier, lasted 130 ms, two thirds of a 1M-message
+// tag_bw phase; the measured loops allocate nothing, and a memory limit
+// still bounds the heap should one do so.
+//
 // Every measured iteration is timestamped into preallocated memory with
 // the processor's time-stamp counter (internal/tsc: one RDTSC, as
 // ucx_perftest's ucs_get_time, calibrated once per process against the
@@ -210,6 +221,56 @@
 // 705-722 CPU-ns per round trip:
 //
 //	./ucp.test -test.run XXX -test.bench 'BenchmarkTagCPU$/none' -test.benchtime 300000x
+//
+// # Where an 8-byte tag_bw message spends its time
+//
+// In tag_bw the receiver sets the rate. The sender's eager sends cost
+// less than the receiver's delivery, matching and completion, so the
+// sender's ring of 256 cells stays full (nearly every receiving Progress
+// delivers its maximum of 64 messages), about one TagSend in four meets
+// the full ring and takes a request, and the receiver hardly ever polls
+// in vain (a few thousand empty polls per million messages). With 16
+// receives posted and 64 messages per Progress, about 73 % of the
+// messages arrive before their receive and are matched as unexpected;
+// UCX's mm iface delivers at most 16 per progress call, so its
+// receiver matches nearly all of them on posted receives.
+//
+// Profiles of the two processes of a 10M-message run, both at SCHED_RR
+// priority 1 so that the host's other load does not cut into them, give
+// the receiver's time per message (shares of its samples; ns at the
+// 5.7 M messages/s of the alternated runs below, 175 ns per message):
+//
+//	timeout 60 chrt -r 1 perf record -e cpu-clock -F 20000 -g -o bw.data perftest -l -x shm -t tag_bw -s 8 -n 10000000 -w 100000 --json
+//	perf report -i bw.data --no-children --pid <the server's pid> --sort symbol
+//
+//	layer                    share   ns  functions
+//	uct receive               62 %  108  shm Iface.Progress and deliver; 93 % of deliver's
+//	                                     samples wait for the next cell's sequence word, a
+//	                                     line that the sender's core wrote
+//	worker progress            6 %   11  Worker.Progress, progressIfaces
+//	ucp header and protocol    6 %   11  boundEager, eagerArrive, decodeEager
+//	matching                   7 %   12  ucp/internal/match (PostRecv, queueMsg, unlinkMsg,
+//	                                     TakeRecv, findRecv)
+//	request                    7 %   13  getReq, putReq, Release, TagRecv
+//	completion                 5 %    9  complete, deliver, deliverEager, the copies
+//	benchmark loop             5 %    9  push, pop, wait, poll, the time stamp
+//
+// ucx_perftest's receiver, profiled the same way, spends 63 % of its
+// samples in libuct (its mm progress, the FIFO element's read first),
+// 24 % in libucp and 11 % in its own loop: the same shape, with the
+// transfer of the cell's line between the cores the largest part on
+// both sides. The sender's samples pile up on the first store after a
+// send (the next cell's line is still shared with the receiver's
+// core). What made ours slower was the measurement's: a garbage
+// collection marking through the measured phase (see the paragraph on
+// the collector above). In 12 alternated rounds at SCHED_RR (load
+// 16-18, the host's slow state), 8-byte tag_bw ran at a median 4.00 M
+// messages/s before the collector was kept out of the phase, 5.73 M
+// after it and 6.32 M for ucx_perftest (after/before 1.44, range
+// 1.02-1.59; after/UCX 0.91, range 0.74-1.07). Handing cells back in
+// batches of 32, as UCX's FIFO_RELEASE_FACTOR does, rings of 64 or 128
+// cells, and a load of the next cell's sequence word before the handler
+// runs changed the rate by no more than the rounds' spread.
 //
 // With failover on (UCGO_FAILOVER=same or any) and no fault, every
 // message also travels in ucp's sequenced channel. The sender writes the

@@ -144,26 +144,10 @@ func runSide(cfg *config, ch oob, initiator bool, out *report.Writer, progress i
 		// scheduler charges it for) is the one preempted for
 		// milliseconds in the middle of the measured phase on a busy
 		// host.
-		if err := ch.barrier(); err != nil {
-			return fmt.Errorf("barrier: %w", err)
+		elapsed, err := runPhase(s, ch, t, cfg, size, rec, initiator)
+		if err != nil {
+			return err
 		}
-		m.rec = nil
-		if cfg.Warmup > 0 {
-			if err := s.run(size, cfg.Warmup); err != nil {
-				return fmt.Errorf("%s size %d warm-up: %w", t.name, size, err)
-			}
-		}
-		rec.Reset()
-		r := rec
-		if !initiator {
-			r = nil
-		}
-		start := m.start(r, size, cfg.Iters)
-		if err := s.run(size, cfg.Iters); err != nil {
-			return fmt.Errorf("%s size %d: %w", t.name, size, err)
-		}
-		elapsed := time.Since(start)
-		m.stop()
 		if m.progress != nil && elapsed >= time.Second {
 			fmt.Fprint(m.progress, "\r\x1b[K")
 		}
@@ -182,4 +166,33 @@ func runSide(cfg *config, ch oob, initiator bool, out *report.Writer, progress i
 		return out.Close()
 	}
 	return nil
+}
+
+// runPhase runs one size: the barrier, the warm-up and the measured
+// iterations, with the garbage collector off (quietGC). It returns the
+// phase's wall time.
+func runPhase(s side, ch oob, t *testDef, cfg *config, size int, rec *report.Recorder, initiator bool) (time.Duration, error) {
+	defer quietGC()()
+	if err := ch.barrier(); err != nil {
+		return 0, fmt.Errorf("barrier: %w", err)
+	}
+	m := s.timer()
+	m.rec = nil
+	if cfg.Warmup > 0 {
+		if err := s.run(size, cfg.Warmup); err != nil {
+			return 0, fmt.Errorf("%s size %d warm-up: %w", t.name, size, err)
+		}
+	}
+	rec.Reset()
+	r := rec
+	if !initiator {
+		r = nil
+	}
+	start := m.start(r, size, cfg.Iters)
+	if err := s.run(size, cfg.Iters); err != nil {
+		return 0, fmt.Errorf("%s size %d: %w", t.name, size, err)
+	}
+	elapsed := time.Since(start)
+	m.stop()
+	return elapsed, nil
 }
