@@ -144,6 +144,9 @@ func rcCounters(c *Context) verbs.Counters {
 		sum.Timeouts += k.Timeouts
 		sum.ReadRetries += k.ReadRetries
 		sum.WatchdogRuns += k.WatchdogRuns
+		sum.TxCalls += k.TxCalls
+		sum.RxCalls += k.RxCalls
+		sum.RxEmpty += k.RxEmpty
 	}
 	return sum
 }

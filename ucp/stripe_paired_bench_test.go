@@ -39,7 +39,10 @@ import (
 // this process was preempted does not count in it, time it spun waiting
 // for the peer does. retx/op and timeouts/op count each pair's rc
 // retransmits and timeouts (local ACK timeouts and READ retries) per
-// transfer. b.N counts the transfers of each pair.
+// transfer. sendmmsg/op, recv/op and recv-empty/op count each pair's
+// send calls, receive calls that found data and receive calls that found
+// the socket empty on this side per transfer. b.N counts the transfers
+// of each pair.
 //
 //	go test -c -o /tmp/ucp.test ./ucp && for i in 1 2 3 4 5; do
 //	  /tmp/ucp.test -test.run '^$' -test.bench 'BenchmarkRailsPaired/put/unlimited$' -test.benchtime 3s
@@ -431,6 +434,9 @@ func benchRailsPaired(b *testing.B, op string, mbit int) {
 		c, o := rcCounters(pairs[k].ctx), before[k]
 		b.ReportMetric(float64(c.Retransmits-o.Retransmits)/float64(b.N), "retx/op-"+name)
 		b.ReportMetric(float64(c.Timeouts-o.Timeouts+c.ReadRetries-o.ReadRetries)/float64(b.N), "timeouts/op-"+name)
+		b.ReportMetric(float64(c.TxCalls-o.TxCalls)/float64(b.N), "sendmmsg/op-"+name)
+		b.ReportMetric(float64(c.RxCalls-o.RxCalls-(c.RxEmpty-o.RxEmpty))/float64(b.N), "recv/op-"+name)
+		b.ReportMetric(float64(c.RxEmpty-o.RxEmpty)/float64(b.N), "recv-empty/op-"+name)
 	}
 	if pairs[0].checks == 0 || pairs[1].checks == 0 {
 		b.Fatal("no block was checked")

@@ -123,6 +123,8 @@ type Counters struct {
 	RxPackets      uint64
 	TxPackets      uint64
 	TxCalls        uint64 // sendmmsg calls
+	RxCalls        uint64 // recvmsg and recvmmsg calls
+	RxEmpty        uint64 // receive calls that found nothing waiting
 	RxICRCErrors   uint64 // dropped: bad ICRC
 	RxMalformed    uint64 // dropped: could not decode
 	RxDropped      uint64 // dropped: unknown QP, wrong source, QP state

@@ -164,6 +164,10 @@ func (d *Device) progressFor(g *uct.ProgressGroup) {
 	received := false
 	for round := 0; round < maxRxRounds; round++ {
 		n, err := d.rx.recv(d.sock.fd.Int())
+		d.ctr.RxCalls++
+		if n == 0 {
+			d.ctr.RxEmpty++
+		}
 		d.rxFailedLocked(err)
 		received = received || n > 0
 		for i := 0; i < n; i++ {
