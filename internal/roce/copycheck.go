@@ -45,7 +45,7 @@ func (k *CopyCheck) Start(udp []byte, hdrLen int, src, dst netip.AddrPort, id ui
 	if hdrLen < BTHLen || hdrLen > n-ICRCLen {
 		return fmt.Errorf("%w: %w: %d header bytes in a %d-byte UDP payload", ErrBadICRC, ErrMalformed, hdrLen, n)
 	}
-	if _, _, _, ok := family(src, dst); !ok {
+	if !k.pc.sameFamily(src, dst) {
 		return fmt.Errorf("%w: addresses %v -> %v not both IPv4 or both IPv6", ErrBadICRC, src, dst)
 	}
 	c := k.pc.prefix(udp, n, src, dst, id, true)

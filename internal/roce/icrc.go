@@ -203,7 +203,7 @@ func checkICRCID(pc *ICRCCache, udp []byte, src, dst netip.AddrPort, id uint16) 
 	if n < BTHLen+ICRCLen || n > maxUDPLen {
 		return fmt.Errorf("%w: %w: %d-byte UDP payload", ErrBadICRC, ErrMalformed, n)
 	}
-	if _, _, _, ok := family(src, dst); !ok {
+	if !pc.sameFamily(src, dst) {
 		return fmt.Errorf("%w: addresses %v -> %v not both IPv4 or both IPv6", ErrBadICRC, src, dst)
 	}
 	return matchICRC(udp, src, icrcVia(pc, udp, src, dst, id, true))

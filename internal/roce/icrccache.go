@@ -23,6 +23,7 @@ type ICRCCache struct {
 	src, dst netip.AddrPort
 	fixed    uint32 // raw state after LRH, IPv4 and UDP headers, changing fields zero
 	v4       bool   // src and dst are both IPv4: fixed is valid
+	same     bool   // src and dst are of one family (see family)
 	set      bool   // src and dst are filled in
 }
 
@@ -54,6 +55,7 @@ var pseudoVar = func() *[len(pseudoVarAt)][256]uint32 {
 func (c *ICRCCache) fill(src, dst netip.AddrPort) {
 	*c = ICRCCache{src: src, dst: dst, set: true}
 	s, d, v4, ok := family(src, dst)
+	c.same = ok
 	if !ok || !v4 {
 		return
 	}
@@ -72,6 +74,19 @@ func (c *ICRCCache) fill(src, dst netip.AddrPort) {
 	u[6], u[7] = 0xff, 0xff // UDP checksum
 	c.fixed = rawUpdate(lrhState, h[:])
 	c.v4 = true
+}
+
+// sameFamily reports whether src and dst are both IPv4 or both IPv6
+// (see family), from the cache when c is not nil.
+func (c *ICRCCache) sameFamily(src, dst netip.AddrPort) bool {
+	if c == nil {
+		_, _, _, ok := family(src, dst)
+		return ok
+	}
+	if !c.set || c.src != src || c.dst != dst {
+		c.fill(src, dst)
+	}
+	return c.same
 }
 
 // prefix is icrcPrefix (same result, same panics), from the cache when

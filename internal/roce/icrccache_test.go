@@ -3,6 +3,7 @@ package roce
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"net/netip"
 	"strconv"
 	"testing"
@@ -113,6 +114,24 @@ func TestICRCCachePanics(t *testing.T) {
 	mustPanic("oversized payload", func() { c.AppendIPID(nil, &big, hostAP, vmAP, 0) })
 	if err := c.CheckICRCID([]byte{1, 2, 3}, hostAP, vmAP, 0); err == nil {
 		t.Fatal("3-byte packet accepted")
+	}
+	// A pair of mixed families right after a good pair: the cache's
+	// family verdict follows the pair.
+	good := Append(nil, &p, hostAP, vmAP)
+	var k CopyCheck
+	for range 2 {
+		if err := c.CheckICRCID(good, hostAP, vmAP, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.CheckICRCID(good, hostAP, vm6AP, 0); !errors.Is(err, ErrBadICRC) {
+			t.Fatalf("IPv4 -> IPv6 check: %v, want ErrBadICRC", err)
+		}
+		if err := k.Start(good, p.HeaderLen(), hostAP, vmAP, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := k.Start(good, p.HeaderLen(), host6AP, vmAP, 0); !errors.Is(err, ErrBadICRC) {
+			t.Fatalf("IPv6 -> IPv4 CopyCheck: %v, want ErrBadICRC", err)
+		}
 	}
 }
 
