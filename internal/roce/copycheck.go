@@ -25,6 +25,9 @@ type CopyCheck struct {
 	src  netip.AddrPort
 	c    uint32 // CRC of what is covered, in crc32.Update's convention
 	next int    // offset in udp of the first byte not covered
+	// pc keeps the pseudo-header of the last pair of endpoints: the
+	// packets of a transfer all come from one peer.
+	pc ICRCCache
 }
 
 // Start begins the check of udp, a received UDP payload from src to dst
@@ -42,12 +45,12 @@ func (k *CopyCheck) Start(udp []byte, hdrLen int, src, dst netip.AddrPort, id ui
 	if hdrLen < BTHLen || hdrLen > n-ICRCLen {
 		return fmt.Errorf("%w: %w: %d header bytes in a %d-byte UDP payload", ErrBadICRC, ErrMalformed, hdrLen, n)
 	}
-	if _, _, _, ok := family(src, dst); !ok {
+	if !k.pc.sameFamily(src, dst) {
 		return fmt.Errorf("%w: addresses %v -> %v not both IPv4 or both IPv6", ErrBadICRC, src, dst)
 	}
-	c := icrcPrefix(udp, n, src, dst, id, true)
+	c := k.pc.prefix(udp, n, src, dst, id, true)
 	c = crcUpdate(c, udp[BTHLen:hdrLen])
-	*k = CopyCheck{udp: udp, src: src, c: c, next: hdrLen}
+	k.udp, k.src, k.c, k.next = udp, src, c, hdrLen
 	return nil
 }
 

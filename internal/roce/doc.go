@@ -51,6 +51,14 @@
 // (crccopy_amd64.s): the copy's loads and stores ride along in the
 // fold's loop, so the payload is read once for both.
 //
+// Of the pseudo-header, only the length fields, the IP ID, DF and the
+// BTH change between the packets of one pair of IPv4 endpoints. An
+// [ICRCCache] keeps the CRC of the rest for the pair it served last and
+// adds the changing bytes in through tables (the CRC is linear), which
+// halves the cost of a packet's headers; its AppendIPID,
+// AppendTrailerIPID and CheckICRCID produce what the package functions
+// do, and a CopyCheck keeps one of its own.
+//
 // # Other helpers
 //
 // PSN arithmetic on 24 bits ([PSNAdd], [PSNDiff]), the IBTA timer
@@ -62,5 +70,6 @@
 // (tshark) to look at what they send; this package's own tests use it to
 // have tshark dissect every opcode.
 //
-// The package owns nothing but these codecs: no sockets, no state.
+// The package owns nothing but these codecs: no sockets, and no state
+// but what a caller's ICRCCache or CopyCheck holds.
 package roce

@@ -92,7 +92,13 @@ func family(src, dst netip.AddrPort) (s, d netip.Addr, v4, ok bool) {
 // are not covered) for an IPv4 packet with the given IP ID and DF flag,
 // or an IPv6 packet (id and df unused).
 func icrc(udp []byte, src, dst netip.AddrPort, id uint16, df bool) uint32 {
-	c := icrcPrefix(udp, len(udp), src, dst, id, df)
+	return icrcVia(nil, udp, src, dst, id, df)
+}
+
+// icrcVia is icrc with the pseudo-header part computed through pc (nil:
+// in full).
+func icrcVia(pc *ICRCCache, udp []byte, src, dst netip.AddrPort, id uint16, df bool) uint32 {
+	c := pc.prefix(udp, len(udp), src, dst, id, df)
 	return crcUpdate(c, udp[BTHLen:len(udp)-ICRCLen])
 }
 
@@ -189,14 +195,18 @@ func CheckICRC(udp []byte, src, dst netip.AddrPort) error {
 // guess saves mapping the difference back to the ID; a wrong one costs
 // nothing but that mapping, and the result is the same for any id.
 func CheckICRCID(udp []byte, src, dst netip.AddrPort, id uint16) error {
+	return checkICRCID(nil, udp, src, dst, id)
+}
+
+func checkICRCID(pc *ICRCCache, udp []byte, src, dst netip.AddrPort, id uint16) error {
 	n := len(udp)
 	if n < BTHLen+ICRCLen || n > maxUDPLen {
 		return fmt.Errorf("%w: %w: %d-byte UDP payload", ErrBadICRC, ErrMalformed, n)
 	}
-	if _, _, _, ok := family(src, dst); !ok {
+	if !pc.sameFamily(src, dst) {
 		return fmt.Errorf("%w: addresses %v -> %v not both IPv4 or both IPv6", ErrBadICRC, src, dst)
 	}
-	return matchICRC(udp, src, icrc(udp, src, dst, id, true))
+	return matchICRC(udp, src, icrcVia(pc, udp, src, dst, id, true))
 }
 
 // matchICRC compares the ICRC field of udp (a received UDP payload from

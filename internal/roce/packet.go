@@ -126,6 +126,10 @@ func Append(b []byte, p *Packet, src, dst netip.AddrPort) []byte {
 // ID k: the kernel numbers the segments from the first one's ID, 0. rxe
 // checks the ICRC over the real IP ID, so each segment needs its own.
 func AppendIPID(b []byte, p *Packet, src, dst netip.AddrPort, id uint16) []byte {
+	return appendIPID(nil, b, p, src, dst, id)
+}
+
+func appendIPID(pc *ICRCCache, b []byte, p *Packet, src, dst netip.AddrPort, id uint16) []byte {
 	n := p.WireLen()
 	start := len(b)
 	b = slices.Grow(b, n)[:start+n]
@@ -134,7 +138,7 @@ func AppendIPID(b []byte, p *Packet, src, dst netip.AddrPort, id uint16) []byte 
 	h := p.HeaderLen()
 	c := copy(out[h:], p.Payload)
 	clear(out[h+c : n-ICRCLen])
-	binary.LittleEndian.PutUint32(out[n-ICRCLen:], icrc(out, src, dst, id, true))
+	binary.LittleEndian.PutUint32(out[n-ICRCLen:], icrcVia(pc, out, src, dst, id, true))
 	return b
 }
 
@@ -164,9 +168,13 @@ func AppendTrailer(b, hdr, payload []byte, src, dst netip.AddrPort) []byte {
 // ID id (DF set), as the segments of a UDP GSO send do (see [AppendIPID]);
 // id is ignored for IPv6.
 func AppendTrailerIPID(b, hdr, payload []byte, src, dst netip.AddrPort, id uint16) []byte {
+	return appendTrailerIPID(nil, b, hdr, payload, src, dst, id)
+}
+
+func appendTrailerIPID(pc *ICRCCache, b, hdr, payload []byte, src, dst netip.AddrPort, id uint16) []byte {
 	pad := padFor(len(payload))
 	n := len(hdr) + len(payload) + pad + ICRCLen
-	c := icrcPrefix(hdr, n, src, dst, id, true)
+	c := pc.prefix(hdr, n, src, dst, id, true)
 	c = crcShort(c, hdr[BTHLen:])
 	c = crcUpdate(c, payload)
 	c = crcShort(c, zeroPad[:pad])

@@ -181,6 +181,8 @@ type Device struct {
 	ctr       Counters
 	pkt       roce.Packet
 	rxCheck   roce.CopyCheck // a placeable packet's ICRC (rxplace.go)
+	rxICRC    roce.ICRCCache // pseudo-headers of the other received packets' ICRCs
+	txICRC    roce.ICRCCache // pseudo-headers of the sent packets' ICRCs
 	rxPlaced  bool           // the packet being handled is placed already
 	scratch   []byte
 	// posting is set while PostSend builds packets: small messages are

@@ -277,7 +277,7 @@ func (d *Device) handle(b []byte, src netip.AddrPort, k uint16) {
 	if d.handlePlaced(b, src, k) {
 		return
 	}
-	if err := roce.CheckICRCID(b, src, d.local, k); err != nil {
+	if err := d.rxICRC.CheckICRCID(b, src, d.local, k); err != nil {
 		d.corruptLocked(src.String(), err)
 		return
 	}

@@ -112,10 +112,10 @@ func (d *Device) emitPacket(p *roce.Packet, dst netip.AddrPort, stable bool) {
 	if stable && len(p.Payload) >= txRefMin {
 		b := roce.AppendHeader(t.bufs[i], p)
 		at := len(b)
-		t.bufs[i] = roce.AppendTrailerIPID(b, b[at-p.HeaderLen():], p.Payload, d.local, dst, id)
+		t.bufs[i] = d.txICRC.AppendTrailerIPID(b, b[at-p.HeaderLen():], p.Payload, d.local, dst, id)
 		t.refs = append(t.refs, txRef{msg: i, at: at, data: p.Payload})
 	} else {
-		t.bufs[i] = roce.AppendIPID(t.bufs[i], p, d.local, dst, id)
+		t.bufs[i] = d.txICRC.AppendIPID(t.bufs[i], p, d.local, dst, id)
 	}
 	if t.bytes >= txChunk {
 		t.flush(d.sock.fd.Int(), &d.ctr)
