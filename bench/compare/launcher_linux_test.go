@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -310,5 +311,34 @@ func TestRTRefusedWithoutPrivilege(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), "ucx_perftest") {
 		t.Errorf("-rt was not checked first:\n%s", &stderr)
+	}
+}
+
+// TestCompareRTSmoke runs compare -rt with both real tools on one test and
+// size: the table and results.json say the run was real-time.
+func TestCompareRTSmoke(t *testing.T) {
+	requireTools(t)
+	rtLauncher(t)
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"-rt", "-t", "tag_lat", "-x", "shm", "-s", "8", "-n", "300", "-w", "10", "-r", "1", "-timeout", "1m", "-o", out, "-no-install"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
+	}
+	for _, want := range []string{"Both tools ran at real-time priority (-rt: SCHED_RR 1).", "| tag_lat | 8 | 300 | 1 |"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, &stdout)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res results
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if !res.RealTime {
+		t.Errorf("results.json does not record -rt:\n%s", b)
 	}
 }
