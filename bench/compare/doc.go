@@ -22,7 +22,9 @@
 // -r pairs per test and size (default 5; see Pairs below), -O outstanding operations
 // of bandwidth tests (both tools), -o the output
 // folder, -perftest a prebuilt bench/perftest (default: go build it),
-// -ucx the ucx_perftest binary, -no-install.
+// -ucx the ucx_perftest binary, -no-install, -timeout the time limit of
+// one run of either tool (default 3m), -rt real-time priority (see
+// Real-time priority below).
 //
 // Pairs: this host flips between a fast and a slow state (2-4x apart)
 // that neither tool controls, so a ratio of two figures means something
@@ -33,6 +35,31 @@
 // between two consecutive pairs is marked † and listed under its table:
 // the host changed state during that row. A size at which either tool
 // says it is beyond its limit is not run again.
+//
+// Real-time priority (-rt): on a small host shared with other work, a
+// short measured phase is decided by the scheduler rather than by the
+// tool. With 8-byte messages and 20,000 iterations UCX's phase lasts about
+// 2 ms and often fits in one scheduling slice, while a phase of ours that
+// is preempted can stretch to a second with hundreds of forced context
+// switches; the pair's ratio then measures which tool was lucky. With -rt
+// every process of both tools (ucx_perftest's server and client, perftest
+// and the server process it starts) runs under SCHED_RR at priority 1,
+// the lowest real-time priority: above every ordinary process, so the
+// phases run without being preempted by the load, and below the kernel's
+// own real-time threads. Both tools get the same treatment, so a ratio
+// means what it means without -rt; use -rt when the host is loaded (a load
+// average near or above the CPU count) and the small-size rows jump from
+// pair to pair. compare starts each tool as `chrt --rr 1 tool ...`
+// (util-linux's chrt sets the policy and execs the tool, whose children
+// inherit it) and checks once, before anything else, that it can: -rt
+// needs root or CAP_SYS_NICE (or an RLIMIT_RTPRIO of at least 1) and says
+// so otherwise. A real-time process that spins holds its CPU, so under
+// -rt no tool starts without its run's time limit (-timeout), each tool
+// runs in a process group of its own, and the end of the limit or an
+// interrupt kills the whole group; the kernel's real-time throttling
+// (sched_rt_runtime_us, by default 95 % of each second) leaves the rest
+// of the host some time meanwhile. The table's header and results.json
+// ("realtime") say whether -rt was used.
 //
 // What runs against what:
 //

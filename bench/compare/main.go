@@ -1,17 +1,20 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ucgo/ucgo/bench/internal/plot"
@@ -40,6 +43,7 @@ type config struct {
 	UCX        string
 	Install    bool
 	Timeout    time.Duration
+	RT         bool
 }
 
 const (
@@ -72,6 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	noInstall := fs.Bool("no-install", false, "do not install ucx-utils with apt-get when ucx_perftest is missing")
 	fs.StringVar(&c.Replot, "replot", "", "do not measure: print the table and write the outputs again from this results.json")
 	fs.DurationVar(&c.Timeout, "timeout", 3*time.Minute, "time limit of one run of either tool")
+	fs.BoolVar(&c.RT, "rt", false, "run both tools' processes at real-time priority (SCHED_RR 1, with chrt) for steady figures on a loaded host; needs root or CAP_SYS_NICE")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -184,12 +189,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 // compare runs every test, transport and size with both tools, prints the
 // ratio table and writes the output folder.
 func compare(cfg *config, stdout, stderr io.Writer) error {
+	if cfg.Replot != "" {
+		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+			return err
+		}
+		return replot(cfg, stdout)
+	}
+	// Checked before anything else, so that -rt fails at once where it
+	// cannot work.
+	launch, err := newLauncher(cfg.RT)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return err
 	}
-	if cfg.Replot != "" {
-		return replot(cfg, stdout)
-	}
+	// An interrupt ends the run in progress (and, under -rt, the process
+	// groups of its tools) rather than leaving the tools behind.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	ucxPath, err := findUCX(cfg.UCX, cfg.Install, stderr)
 	if err != nil {
 		return err
@@ -209,22 +227,26 @@ func compare(cfg *config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ucx := &ucxRunner{path: ucxPath, cpus: [2]int{-1, -1}, timeout: cfg.Timeout}
+	ours.launch = launch
+	ucx := &ucxRunner{path: ucxPath, cpus: [2]int{-1, -1}, timeout: cfg.Timeout, launch: launch}
 	if n := runtime.NumCPU(); n > 1 {
 		ucx.cpus = [2]int{0, n - 1} // as perftest -l pins its two sides
 	}
-	res := &results{UCXVersion: ucxVersion(), Repeats: cfg.Repeats, Started: time.Now().UTC()}
+	res := &results{UCXVersion: ucxVersion(), Repeats: cfg.Repeats, RealTime: launch.rt(), Started: time.Now().UTC()}
 	for _, tr := range cfg.Transports {
 		for _, t := range cfg.Tests {
-			res.Rows = append(res.Rows, compareTest(cfg, ours, ucx, t, tr, stderr)...)
+			res.Rows = append(res.Rows, compareTest(ctx, cfg, ours, ucx, t, tr, stderr)...)
 		}
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted: %w", ctx.Err())
 	}
 	res.Finished = time.Now().UTC()
 	return res.write(cfg, stdout)
 }
 
 // compareTest runs one test over one transport at every size.
-func compareTest(cfg *config, ours *oursRunner, ucx *ucxRunner, t *testMap, tr *transportMap, log io.Writer) []row {
+func compareTest(ctx context.Context, cfg *config, ours *oursRunner, ucx *ucxRunner, t *testMap, tr *transportMap, log io.Writer) []row {
 	sizes := cfg.Sizes
 	if t.fixed > 0 {
 		sizes = []int{t.fixed}
@@ -236,6 +258,9 @@ func compareTest(cfg *config, ours *oursRunner, ucx *ucxRunner, t *testMap, tr *
 	layout := 0 // index into t.layouts; sizes grow, so the layout only moves on
 	var rows []row
 	for _, size := range sizes {
+		if ctx.Err() != nil {
+			break
+		}
 		iters, warmup := cfg.iterations(size)
 		r := row{Test: t.name, Transport: tr.name, Size: size, Iterations: iters, Warmup: warmup, UCXTest: t.ucx}
 		if oursMissing != "" {
@@ -254,7 +279,7 @@ func compareTest(cfg *config, ours *oursRunner, ucx *ucxRunner, t *testMap, tr *
 		// machine) do not stop the repeats.
 		oursLimit, ucxLimit := false, false
 		runOurs := func() *figures {
-			f, err := ours.run(t, tr, size, iters, warmup, cfg.Window)
+			f, err := ours.run(ctx, t, tr, size, iters, warmup, cfg.Window)
 			if err != nil {
 				oursErrs = append(oursErrs, err.Error())
 				oursLimit = limitError(err.Error())
@@ -268,13 +293,13 @@ func compareTest(cfg *config, ours *oursRunner, ucx *ucxRunner, t *testMap, tr *
 			var err error
 			switch {
 			case !t.uct:
-				f, err = ucx.run(t, tr, "", size, iters, warmup, cfg.Window)
+				f, err = ucx.run(ctx, t, tr, "", size, iters, warmup, cfg.Window)
 			case r.UCXLayout != "":
-				f, err = ucx.run(t, tr, r.UCXLayout, size, iters, warmup, cfg.Window)
+				f, err = ucx.run(ctx, t, tr, r.UCXLayout, size, iters, warmup, cfg.Window)
 			default:
 				// Find the layout: the first that UCX accepts at this size.
 				for ; ; layout++ {
-					f, err = ucx.run(t, tr, t.layouts[layout], size, iters, warmup, cfg.Window)
+					f, err = ucx.run(ctx, t, tr, t.layouts[layout], size, iters, warmup, cfg.Window)
 					var ue *ucxError
 					if errors.As(err, &ue) && ue.unsupported() && layout+1 < len(t.layouts) {
 						continue
@@ -292,7 +317,7 @@ func compareTest(cfg *config, ours *oursRunner, ucx *ucxRunner, t *testMap, tr *
 			ucxRuns = append(ucxRuns, f)
 			return &f
 		}
-		for rep := 0; rep < cfg.Repeats && !oursLimit && !ucxLimit; rep++ {
+		for rep := 0; rep < cfg.Repeats && !oursLimit && !ucxLimit && ctx.Err() == nil; rep++ {
 			var o, u *figures
 			if rep%2 == 0 {
 				o = runOurs()

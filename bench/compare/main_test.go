@@ -37,6 +37,15 @@ func TestMarkdown(t *testing.T) {
 	var b bytes.Buffer
 	res.markdown(&b)
 	s := b.String()
+	if !strings.Contains(s, "Both tools ran at normal priority (without -rt).") {
+		t.Errorf("table does not say the run was not real-time:\n%s", s)
+	}
+	res.RealTime = true
+	var rt bytes.Buffer
+	res.markdown(&rt)
+	if !strings.Contains(rt.String(), "Both tools ran at real-time priority (-rt: SCHED_RR 1).") {
+		t.Errorf("table does not say the run was real-time:\n%s", &rt)
+	}
 	for _, want := range []string{
 		// Latency tests: bandwidth from the median (8 B / 0.4 µs = 19.07 MB/s).
 		"| am_lat (UCX -D short) | 8 | 100 | 0 | 0.4 | 0.5 | 0.80 | 19.1 | 15.3 | 1.25 |",
@@ -85,6 +94,12 @@ func TestParseFlags(t *testing.T) {
 	}
 	if it, _ := c.iterations(8); it != 10000 {
 		t.Errorf("8 B: %d iterations", it)
+	}
+	if c.RT {
+		t.Errorf("-rt set without the flag")
+	}
+	if c, err := parseFlags([]string{"-rt"}, &stderr); err != nil || !c.RT {
+		t.Errorf("-rt: %+v, %v", c, err)
 	}
 	for _, bad := range [][]string{{"-t", "nope"}, {"-x", "ib"}, {"-s", "0"}, {"-r", "0"}, {"extra"}} {
 		if _, err := parseFlags(bad, &stderr); err == nil {

@@ -19,6 +19,7 @@ import (
 type oursRunner struct {
 	path    string
 	timeout time.Duration
+	launch  *launcher
 	// unavailable maps "test" and "x:transport" names that perftest -list
 	// marks as not available in this build to the mark.
 	unavailable map[string]string
@@ -40,7 +41,7 @@ func newOursRunner(path string, timeout time.Duration) (*oursRunner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s -list: %w", path, err)
 	}
-	r := &oursRunner{path: path, timeout: timeout, unavailable: map[string]string{}}
+	r := &oursRunner{path: path, timeout: timeout, launch: &launcher{}, unavailable: map[string]string{}}
 	section := ""
 	for _, line := range strings.Split(string(out), "\n") {
 		if strings.HasSuffix(line, ":") && !strings.HasPrefix(line, " ") {
@@ -89,21 +90,24 @@ type oursResult struct {
 	figures
 }
 
-// run runs one test at one size.
-func (r *oursRunner) run(t *testMap, tr *transportMap, size, iters, warmup, window int) (figures, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+// run runs one test at one size, for at most r.timeout.
+func (r *oursRunner) run(ctx context.Context, t *testMap, tr *transportMap, size, iters, warmup, window int) (figures, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	args := []string{"-l", "-t", t.name, "-x", tr.oursName(), "-s", strconv.Itoa(size),
 		"-n", strconv.Itoa(iters), "-w", strconv.Itoa(warmup), "-O", strconv.Itoa(window), "--json"}
-	cmd := exec.CommandContext(ctx, r.path, args...)
+	cmd, err := r.launch.command(ctx, r.path, args...)
+	if err != nil {
+		return figures{}, err
+	}
 	if len(tr.oursEnv) > 0 {
 		cmd.Env = append(os.Environ(), tr.oursEnv...)
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err = cmd.Run()
 	if ctx.Err() != nil {
-		return figures{}, fmt.Errorf("perftest %s: timed out after %v", strings.Join(args, " "), r.timeout)
+		return figures{}, fmt.Errorf("perftest %s: %w", strings.Join(args, " "), runEnded(ctx, r.timeout))
 	}
 	if err != nil {
 		// perftest's own message ("perftest: ...") rather than the log

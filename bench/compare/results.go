@@ -41,11 +41,13 @@ type row struct {
 
 // results is everything one run of compare measured.
 type results struct {
-	UCXVersion string    `json:"ucx_version"`
-	Repeats    int       `json:"repeats"`
-	Started    time.Time `json:"started"`
-	Finished   time.Time `json:"finished"`
-	Rows       []row     `json:"rows"`
+	UCXVersion string `json:"ucx_version"`
+	Repeats    int    `json:"repeats"`
+	// RealTime: both tools ran at SCHED_RR priority 1 (-rt).
+	RealTime bool      `json:"realtime"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Rows     []row     `json:"rows"`
 }
 
 func (res *results) write(cfg *config, stdout io.Writer) error {
@@ -94,6 +96,11 @@ func (res *results) markdown(w io.Writer) {
 	fmt.Fprintf(w, "bandwidth tests; bandwidth: MB/s (2^20 B), overall for bandwidth tests, size / typical latency for latency tests;\n")
 	fmt.Fprintf(w, "medians of up to %d pairs of back-to-back runs; ratio: the median of the pairs' ratios ucgo/UCX (latency < 1 and\n", res.Repeats)
 	fmt.Fprintf(w, "bandwidth > 1 mean ucgo is faster), each pair measured within one state of the host.\n")
+	if res.RealTime {
+		fmt.Fprintf(w, "Both tools ran at real-time priority (-rt: SCHED_RR 1).\n")
+	} else {
+		fmt.Fprintf(w, "Both tools ran at normal priority (without -rt).\n")
+	}
 	var trs []string
 	for _, r := range res.Rows {
 		if len(trs) == 0 || trs[len(trs)-1] != r.Transport {

@@ -60,6 +60,7 @@ type ucxRunner struct {
 	path    string
 	cpus    [2]int // client, server; -1: no pinning
 	timeout time.Duration
+	launch  *launcher
 }
 
 // freePort returns a TCP port that was free a moment ago.
@@ -73,22 +74,26 @@ func freePort() (int, error) {
 }
 
 // run runs one test at one size with one layout ("" for ucp tests). It
-// returns the figures, or a *ucxError when ucx_perftest refused.
-func (u *ucxRunner) run(t *testMap, tr *transportMap, layout string, size, iters, warmup, window int) (figures, error) {
+// returns the figures, or a *ucxError when ucx_perftest refused. Server
+// and client together take at most u.timeout.
+func (u *ucxRunner) run(ctx context.Context, t *testMap, tr *transportMap, layout string, size, iters, warmup, window int) (figures, error) {
 	port, err := freePort()
 	if err != nil {
 		return figures{}, err
 	}
 	side, env := t.ucxSideArgs(tr)
 	env = append(os.Environ(), env...)
-	ctx, cancel := context.WithTimeout(context.Background(), u.timeout)
+	ctx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
 
 	srvArgs := append(append([]string(nil), side...), "-p", strconv.Itoa(port))
 	if u.cpus[1] >= 0 {
 		srvArgs = append(srvArgs, "-c", strconv.Itoa(u.cpus[1]))
 	}
-	srv := exec.CommandContext(ctx, u.path, srvArgs...)
+	srv, err := u.launch.command(ctx, u.path, srvArgs...)
+	if err != nil {
+		return figures{}, err
+	}
 	srv.Env = env
 	var srvOut bytes.Buffer
 	srv.Stdout = &srvOut
@@ -130,7 +135,12 @@ func (u *ucxRunner) run(t *testMap, tr *transportMap, layout string, size, iters
 	if u.cpus[0] >= 0 {
 		cliArgs = append(cliArgs, "-c", strconv.Itoa(u.cpus[0]))
 	}
-	cli := exec.CommandContext(ctx, u.path, cliArgs...)
+	cli, err := u.launch.command(ctx, u.path, cliArgs...)
+	if err != nil {
+		_ = srv.Process.Kill()
+		_ = stopServer()
+		return figures{}, err
+	}
 	cli.Env = env
 	out, cerr := cli.CombinedOutput()
 	// The server ends with its client; when the client failed early it
@@ -148,7 +158,7 @@ func (u *ucxRunner) run(t *testMap, tr *transportMap, layout string, size, iters
 		return figures{}, perr
 	}
 	if ctx.Err() != nil {
-		return figures{}, fmt.Errorf("ucx_perftest %s: timed out after %v", strings.Join(cliArgs, " "), u.timeout)
+		return figures{}, fmt.Errorf("ucx_perftest %s: %w", strings.Join(cliArgs, " "), runEnded(ctx, u.timeout))
 	}
 	return figures{}, fmt.Errorf("ucx_perftest %s: %v: %w\n%s", strings.Join(cliArgs, " "), cerr, perr, out)
 }
