@@ -196,11 +196,6 @@ func (ep *Endpoint) AMShort(id uint8, header uint64, payload []byte) error {
 	return nil
 }
 
-// AMBcopy sends header and payload as one message.
-func (ep *Endpoint) AMBcopy(id uint8, header, payload []byte) (int, error) {
-	return ep.send("am_bcopy", id, header, payload)
-}
-
 // AMZcopy sends header and iov; the data is copied before it returns, so
 // it completes at once (nil) and comp is not invoked.
 func (ep *Endpoint) AMZcopy(id uint8, header []byte, iov [][]byte, comp *uct.Completion) error {

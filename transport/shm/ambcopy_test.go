@@ -1,0 +1,63 @@
+package shm
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/ucgo/ucgo/uct"
+)
+
+// TestAMBcopyParts: AMBcopy delivers header and payload as one message,
+// byte for byte, for headers of 0 to 64 bytes (8 bytes the common one)
+// and payloads on both sides of each copy boundary: the cell's inline
+// room, the vector copy's 129 to 256 bytes and the buffer's size. It
+// refuses a bad id and an oversized message, and a closed endpoint.
+func TestAMBcopyParts(t *testing.T) {
+	_, rx := openIface(t)
+	_, tx := openIface(t)
+	var got [][]byte
+	rx.SetAMHandler(amEcho, func(_ any, d []byte, _ uct.AMFlags) { got = append(got, append([]byte(nil), d...)) }, nil)
+	epi, err := tx.Connect(rx.Address(), uct.EPParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := epi.(*Endpoint)
+	var want [][]byte
+	for _, h := range []int{0, 3, 8, 64} {
+		for _, total := range []int{h, inlineMax - 1, inlineMax, inlineMax + 1, 128, 129, 200, 256, 257, 4096, bufSize - 1, bufSize} {
+			if total < h {
+				continue
+			}
+			msg := make([]byte, total)
+			for i := range msg {
+				msg[i] = byte(total*7 + h*13 + i)
+			}
+			want = append(want, msg)
+			n, err := ep.AMBcopy(amEcho, msg[:h], msg[h:])
+			if err != nil || n != total {
+				t.Fatalf("header %d, %d bytes: AMBcopy = %d, %v", h, total, n, err)
+			}
+			progressUntil(t, rx, "the message", func() bool { return len(got) == len(want) })
+		}
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("message %d (%d bytes): got %x, want %x", i, len(want[i]), got[i], want[i])
+		}
+	}
+	hdr := make([]byte, 8)
+	if _, err := ep.AMBcopy(uct.MaxAMID+1, hdr, nil); !errors.Is(err, uct.ErrInvalidParam) {
+		t.Fatalf("bad id: %v, want ErrInvalidParam", err)
+	}
+	if _, err := ep.AMBcopy(amEcho, hdr, make([]byte, bufSize-7)); !errors.Is(err, uct.ErrInvalidParam) {
+		t.Fatalf("%d bytes: %v, want ErrInvalidParam", bufSize+1, err)
+	}
+	ep.Close()
+	if _, err := ep.AMBcopy(amEcho, hdr, nil); !errors.Is(err, uct.ErrClosed) {
+		t.Fatalf("closed endpoint: %v, want ErrClosed", err)
+	}
+	if rx.Progress() != 0 || len(got) != len(want) {
+		t.Fatalf("%d messages delivered, want %d", len(got), len(want))
+	}
+}
