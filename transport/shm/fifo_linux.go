@@ -2,6 +2,7 @@ package shm
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/ucgo/ucgo/uct"
@@ -176,8 +177,12 @@ func (ep *Endpoint) AMShort(id uint8, header uint64, payload []byte) error {
 	if len(payload) > inlineMax-8 {
 		return ep.opErr("am_short", uct.ErrInvalidParam, nil)
 	}
-	if err := ep.check("am_short"); err != nil {
-		return err
+	// the two loads of check, which is not inlined, and check itself only
+	// when one of them finds something
+	if ep.err.Load() != nil || atomic.LoadUint32(ep.disabled) != 0 {
+		if err := ep.check("am_short"); err != nil {
+			return err
+		}
 	}
 	if id > uct.MaxAMID {
 		return ep.opErr("am_short", uct.ErrInvalidParam, nil)
