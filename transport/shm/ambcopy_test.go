@@ -61,3 +61,51 @@ func TestAMBcopyParts(t *testing.T) {
 		t.Fatalf("%d messages delivered, want %d", len(got), len(want))
 	}
 }
+
+// TestAMSendPeerDisabled: AMBcopy and AMShort to an iface whose device is
+// down fail with ErrRemoteNICFailed and deliver nothing; once it is up
+// again, a new endpoint's messages arrive.
+func TestAMSendPeerDisabled(t *testing.T) {
+	_, rx := openIface(t)
+	_, tx := openIface(t)
+	rx.SetErrorHandler(func(any, uct.Endpoint, error) {}, nil)
+	tx.SetErrorHandler(func(any, uct.Endpoint, error) {}, nil)
+	got := 0
+	rx.SetAMHandler(amEcho, func(any, []byte, uct.AMFlags) { got++ }, nil)
+	ep, err := tx.Connect(rx.Address(), uct.EPParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	if err := rx.(*Iface).SetDeviceStatus(uct.DeviceDown); err != nil {
+		t.Fatal(err)
+	}
+	hdr := make([]byte, 8)
+	if _, err := ep.AMBcopy(amEcho, hdr, make([]byte, 248)); !errors.Is(err, uct.ErrRemoteNICFailed) {
+		t.Fatalf("AMBcopy to a disabled iface: %v, want ErrRemoteNICFailed", err)
+	}
+	if err := ep.AMShort(amEcho, 1, nil); !errors.Is(err, uct.ErrRemoteNICFailed) {
+		t.Fatalf("AMShort to a disabled iface: %v, want ErrRemoteNICFailed", err)
+	}
+	if err := rx.(*Iface).SetDeviceStatus(uct.DeviceUp); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		rx.Progress()
+	}
+	if got != 0 {
+		t.Fatalf("%d messages delivered from a disabled device's senders", got)
+	}
+	ep2, err := tx.Connect(rx.Address(), uct.EPParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep2.Close()
+	if _, err := ep2.AMBcopy(amEcho, hdr, make([]byte, 248)); err != nil {
+		t.Fatalf("AMBcopy after the device came back: %v", err)
+	}
+	if err := ep2.AMShort(amEcho, 2, nil); err != nil {
+		t.Fatalf("AMShort after the device came back: %v", err)
+	}
+	progressUntil(t, rx, "two messages", func() bool { return got == 2 })
+}
