@@ -2,6 +2,7 @@ package shm
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/ucgo/ucgo/uct"
@@ -176,8 +177,12 @@ func (ep *Endpoint) AMShort(id uint8, header uint64, payload []byte) error {
 	if len(payload) > inlineMax-8 {
 		return ep.opErr("am_short", uct.ErrInvalidParam, nil)
 	}
-	if err := ep.check("am_short"); err != nil {
-		return err
+	// the two loads of check, which is not inlined, and check itself only
+	// when one of them finds something
+	if ep.err.Load() != nil || atomic.LoadUint32(ep.disabled) != 0 {
+		if err := ep.check("am_short"); err != nil {
+			return err
+		}
 	}
 	if id > uct.MaxAMID {
 		return ep.opErr("am_short", uct.ErrInvalidParam, nil)
@@ -194,11 +199,6 @@ func (ep *Endpoint) AMShort(id uint8, header uint64, payload []byte) error {
 	*u64at(c, cellSrc) = ep.it.src
 	ep.tx.publish(t)
 	return nil
-}
-
-// AMBcopy sends header and payload as one message.
-func (ep *Endpoint) AMBcopy(id uint8, header, payload []byte) (int, error) {
-	return ep.send("am_bcopy", id, header, payload)
 }
 
 // AMZcopy sends header and iov; the data is copied before it returns, so
