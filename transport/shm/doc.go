@@ -75,6 +75,10 @@
 // gone and the cell is still unpublished (a writer that published the
 // cell just before it exited has its message delivered). The check runs
 // on the slow path (every 1024 empty polls), never per message.
+// A published cell whose length word exceeds the bcopy buffer (a faulty
+// or hostile writer: the send paths refuse such messages) is dropped and
+// handed back, counted by BadCells and reported by uct.EventCorruptPacket
+// wrapping uct.ErrDataCorrupt, at most once a second.
 //
 // SetDeviceStatus is the administrative switch of the "memory" device
 // (a set of flags: link up or down, RDMA disabled; one event per change):

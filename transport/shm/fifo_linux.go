@@ -45,8 +45,13 @@ func (it *Iface) deliver() int {
 		var data []byte
 		if ln <= inlineMax {
 			data = c[cellHdr : cellHdr+ln]
-		} else {
+		} else if ln <= bufSize {
 			data = it.rx.buf(it.head)[:ln]
+		} else {
+			it.badLength(ln, uct.AMSource(*u64at(c, cellSrc)))
+			it.head++
+			n++
+			continue
 		}
 		if e := it.handler[id]; e.hs != nil {
 			e.hs(e.arg, data, 0, uct.AMSource(*u64at(c, cellSrc)))

@@ -67,6 +67,10 @@ type Iface struct {
 	idle       uint32
 	stuckHead  uint64
 	stuckSince time.Time
+	// badCells counts received cells dropped for a bad length; badAt and
+	// badSeen are the time and count of the last EventCorruptPacket.
+	badCells, badSeen uint64
+	badAt             time.Time
 	// disabled holds the *error new operations fail with while the
 	// device is down or disabled.
 	disabled atomic.Pointer[error]

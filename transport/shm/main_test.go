@@ -28,9 +28,12 @@ const (
 // Child roles: "echo" serves AMs, "pinned" does so on the last CPU,
 // "sleepy" waits in Arm/Wait between messages, "claimhang" claims a cell
 // of the parent's FIFO and hangs, "blast" sends blastCount messages into
-// the parent's FIFO as fast as it takes them, then serves as "echo".
+// the parent's FIFO as fast as it takes them, then serves as "echo",
+// "badlen" publishes one cell in the parent's FIFO whose length word
+// exceeds the bcopy buffer, as a faulty writer would, then serves as
+// "echo".
 func TestMain(m *testing.M) {
-	for _, role := range []string{"echo", "pinned", "sleepy", "claimhang", "blast"} {
+	for _, role := range []string{"echo", "pinned", "sleepy", "claimhang", "blast", "badlen"} {
 		testproc.Register(role, func() error { return runChild(role) })
 	}
 	testproc.Main(m)
@@ -77,6 +80,11 @@ func runChild(role string) error {
 			return fmt.Errorf("parent FIFO full")
 		}
 		time.Sleep(time.Hour)
+	}
+	if role == "badlen" {
+		if err := publishBadLength(ep.(*Endpoint)); err != nil {
+			return err
+		}
 	}
 	if role == "blast" {
 		if err := blast(ep.(*Endpoint), it); err != nil {
