@@ -16,7 +16,8 @@ import (
 // instruction at 129 to 256 bytes. Anything that does not pass the checks
 // at once (a failed or disabled endpoint, a bad id or size, a full FIFO)
 // takes send, which builds the error. After publishing the message it
-// prefetches the cell of a later round for writing (ring.prefetch).
+// prefetches the cell of a later round for writing when it is one of a
+// stream of sends (prefetchStreaming).
 func (ep *Endpoint) AMBcopy(id uint8, header, payload []byte) (int, error) {
 	h, n := len(header), len(header)+len(payload)
 	if id > uct.MaxAMID || n > bufSize || ep.err.Load() != nil || atomic.LoadUint32(ep.disabled) != 0 {
@@ -43,6 +44,6 @@ func (ep *Endpoint) AMBcopy(id uint8, header, payload []byte) (int, error) {
 	c[12] = id
 	*u64at(c, cellSrc) = ep.it.src
 	ep.tx.publish(t)
-	ep.tx.prefetch(t)
+	ep.prefetchStreaming(t)
 	return n, nil
 }

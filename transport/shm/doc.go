@@ -15,17 +15,19 @@
 // the cell's sequence word; the claim's compare-and-swap is the barrier
 // that orders the sender's check for a sleeping receiver, so a receiver
 // finding its head cell claimed does not sleep. The receiver polls the
-// head cell's sequence in Progress and never writes to a cell: it hands
-// cells back by storing how many it is done with in a counter of its own
-// (before it delivers the next cell, or on its next call, so that the
-// store does not delay what the AM handler started), which a
+// head cell's sequence in Progress and never writes to a cell. A
+// Progress delivers at most 16 messages, and hands the cells that the
+// call before it delivered back at its start, with one store of how many
+// it is done with to a counter of its own (not right after a handler, so
+// that the store does not delay what the handler started), which a
 // sender reads only when its cached copy says the ring may be full. So
 // a cell's cache line moves between the cores twice per message (the
-// sender's stores, the receiver's read) and a claim word's line stays
-// with a lone sender. AMBcopy prefetches, for writing, the cell four
-// rounds on (prefetch_linux.go), so that in a stream of sends the claim
-// does not wait for the line of the cell sent before it to come back
-// from the receiver's core. Each cell carries its sender's iface (pid and segment fd),
+// sender's stores, the receiver's read), a claim word's line stays with
+// a lone sender, and the counter's line moves once per Progress, not
+// once per message. A send that follows another with nothing received
+// in between (a stream; prefetch_linux.go) prefetches, for writing, the
+// cell four rounds on, so that the claim does not wait for the line of
+// the cell sent before it to come back from the receiver's core. Each cell carries its sender's iface (pid and segment fd),
 // which Progress hands to handlers installed with SetAMSourceHandler as
 // the message's uct.AMSource.
 //

@@ -39,6 +39,9 @@ type Endpoint struct {
 	once     sync.Once
 	cerr     error
 	ev       epEvents
+	// rxMark is the hand-back counter of our own receive ring as the last
+	// send saw it (prefetchStreaming)
+	rxMark uint64
 }
 
 // Connect attaches to the segment of the iface at addr.

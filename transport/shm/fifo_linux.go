@@ -33,12 +33,17 @@ func (it *Iface) Progress() int {
 	return n + it.dispatchPendingAll()
 }
 
-// deliver runs the handlers of up to 64 received AMs.
+// deliverMax is the most received AMs one Progress delivers, UCX's mm
+// figure. A caller that posts receives between Progress calls (ucp's
+// tag stream) finds more of them posted before their message arrives,
+// and the cells are handed back in batches of this size.
+const deliverMax = 16
+
+// deliver runs the handlers of up to deliverMax received AMs.
 func (it *Iface) deliver() int {
 	it.releaseDelivered()
 	n := 0
-	for n < 64 && it.rx.ready(it.head) {
-		it.releaseDelivered()
+	for n < deliverMax && it.rx.ready(it.head) {
 		c := it.rx.cell(it.head)
 		ln := int(*u32at(c, 8))
 		id := c[12] & uct.MaxAMID
@@ -86,14 +91,16 @@ func (it *Iface) dispatchPendingAll() int {
 
 // releaseDelivered hands the cells that Progress delivered back to the
 // producers: one store of the ring's freed counter (ring.handBack).
-// Progress hands each cell back before it delivers the next one, so that
-// a producer waiting for room gets it at once, and the cell delivered
-// last on its next call, not right after its handler, so that the store
-// does not delay what the handler started, such as the answer of a
-// ping-pong, which the caller sends after Progress returns (its claim, a
-// locked instruction, waits for the store). A receiver that stops calling
-// Progress holds at most one delivered cell, and one that sleeps after an
-// empty Progress holds none.
+// Progress hands back, at its start, the cells the call before it
+// delivered: once per call, not once per cell, so that in a stream the
+// counter's line, which a producer that finds the ring full reads, moves
+// between the cores once per up to deliverMax messages; and not right
+// after the handlers, so that the store does not delay what they
+// started, such as the answer of a ping-pong, which the caller sends
+// after Progress returns (its claim, a locked instruction, waits for the
+// store). A receiver that stops calling Progress holds at most
+// deliverMax delivered cells, and one that sleeps after an empty
+// Progress holds none.
 func (it *Iface) releaseDelivered() {
 	if it.freed != it.head {
 		it.freed = it.head
@@ -203,6 +210,7 @@ func (ep *Endpoint) AMShort(id uint8, header uint64, payload []byte) error {
 	c[12] = id
 	*u64at(c, cellSrc) = ep.it.src
 	ep.tx.publish(t)
+	ep.prefetchStreaming(t)
 	return nil
 }
 

@@ -1,5 +1,11 @@
 package shm
 
+import (
+	"sync/atomic"
+
+	"github.com/ucgo/ucgo/internal/release"
+)
+
 // prefetchAhead is how many rounds ahead of the cell it wrote an AMBcopy
 // prefetches a cell's first line for writing (ring.prefetch).
 const prefetchAhead = 4
@@ -14,11 +20,38 @@ const prefetchAhead = 4
 // from the receiver's core, one round trip between the cores per
 // message. Asked for some rounds ahead, the line is this core's by the
 // time the sender writes the cell, while the receiver, which reads only
-// its head cell, does not take it back first. AMBcopy prefetches after
-// it published its message, off that message's path; AMShort does not
-// (a ping-pong of short messages gains nothing from it and paid 5-10 ns
-// per message for the prefetch).
+// its head cell, does not take it back first.
 func (r *ring) prefetch(t uint64) {
 	off := cellsOff(r.cells) + int((t+prefetchAhead)&r.mask)*cellSize
 	prefetchW(&r.seg[off])
+}
+
+// prefetchStreaming prefetches, after AMShort or AMBcopy published round
+// t, the cell of a later round (ring.prefetch), when this send follows
+// another on the endpoint with no cell handed back by our own iface's
+// Progress in between: a stream of sends. A ping-pong, whose every send
+// follows a receive, gains nothing from the prefetch and paid 5-10 ns
+// per message for it, the receiver's copy of the line taken away while
+// it waits for the next message.
+//
+// rxMark is a hint: our receive ring's freed counter as a send last saw
+// it, stored without a locked instruction (release.Store; an XCHG would
+// wait for the cell just published). Sends on one endpoint from several
+// goroutines may overwrite each other's mark, which only decides whether
+// one prefetch is issued.
+func (ep *Endpoint) prefetchStreaming(t uint64) {
+	if ep.streaming() {
+		ep.tx.prefetch(t)
+	}
+}
+
+// streaming reports whether our iface handed back no cell since the
+// send before this one on the endpoint, and marks this send.
+func (ep *Endpoint) streaming() bool {
+	f := atomic.LoadUint64(ep.it.rx.freed)
+	if f != atomic.LoadUint64(&ep.rxMark) {
+		release.Store(&ep.rxMark, f)
+		return false
+	}
+	return true
 }

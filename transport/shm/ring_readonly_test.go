@@ -37,7 +37,7 @@ func TestReceiverOnlyReadsCells(t *testing.T) {
 	}
 	sent := uint64(0)
 	for round := 0; round < 3; round++ {
-		// fill all but one cell, so that the receiver delivers them in one Progress
+		// fill all but one cell
 		for i := uint64(0); i < cells-1; i++ {
 			if err := ep.AMShort(amBlast, sent, []byte("payload")); err != nil {
 				t.Fatalf("round %d, message %d: %v", round, i, err)
