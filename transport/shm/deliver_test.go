@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
 
@@ -114,5 +115,43 @@ func TestStreamingSends(t *testing.T) {
 	}
 	if !ab.streaming() {
 		t.Fatal("the send after that one not streaming")
+	}
+}
+
+// TestPrefetchOnlyHandedBack: the prefetch of a later cell is allowed
+// only for a round whose cell the consumer has handed back, as the
+// producer's bound knows it: none past a full ring, and up to the rounds
+// freed by the consumer's next hand-back once a send has seen it.
+func TestPrefetchOnlyHandedBack(t *testing.T) {
+	_, rx, ep := connectPair(t)
+	rx.SetAMHandler(amBlast, func(any, []byte, uct.AMFlags) {}, nil)
+	cells := uint64(rx.rx.cells)
+	sent := uint64(0)
+	for ; ; sent++ {
+		if err := ep.AMShort(amBlast, sent, nil); err != nil {
+			if !errors.Is(err, uct.ErrNoResource) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if sent != cells {
+		t.Fatalf("the ring took %d messages, want %d", sent, cells)
+	}
+	if !ep.tx.handedBack(cells - 1) {
+		t.Fatalf("round %d of the first lap not free", cells-1)
+	}
+	if ep.tx.handedBack(sent + prefetchAhead - 1) {
+		t.Fatalf("round %d free with the ring full", sent+prefetchAhead-1)
+	}
+	rx.Progress() // delivers deliverMax messages
+	rx.Progress() // hands their cells back
+	if err := ep.AMShort(amBlast, sent, nil); err != nil {
+		t.Fatalf("send after the hand-back: %v", err)
+	}
+	sent++
+	if last := cells + deliverMax - 1; !ep.tx.handedBack(last) || ep.tx.handedBack(last+1) {
+		t.Fatalf("handedBack(%d) %v, handedBack(%d) %v: want true, false",
+			last, ep.tx.handedBack(last), last+1, ep.tx.handedBack(last+1))
 	}
 }

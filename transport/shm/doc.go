@@ -24,10 +24,11 @@
 // a cell's cache line moves between the cores twice per message (the
 // sender's stores, the receiver's read), a claim word's line stays with
 // a lone sender, and the counter's line moves once per Progress, not
-// once per message. A send that follows another with nothing received
-// in between (a stream; prefetch_linux.go) prefetches, for writing, the
-// cell four rounds on, so that the claim does not wait for the line of
-// the cell sent before it to come back from the receiver's core. Each cell carries its sender's iface (pid and segment fd),
+// once per message. AMBcopy, and an AMShort that follows another with
+// nothing received in between (a stream; prefetch_linux.go), prefetch,
+// for writing, the cell four rounds on, so that the next claim does not
+// wait for the line of the cell sent before it to come back from the
+// receiver's core. Each cell carries its sender's iface (pid and segment fd),
 // which Progress hands to handlers installed with SetAMSourceHandler as
 // the message's uct.AMSource.
 //

@@ -26,13 +26,14 @@ func (r *ring) prefetch(t uint64) {
 	prefetchW(&r.seg[off])
 }
 
-// prefetchStreaming prefetches, after AMShort or AMBcopy published round
-// t, the cell of a later round (ring.prefetch), when this send follows
-// another on the endpoint with no cell handed back by our own iface's
-// Progress in between: a stream of sends. A ping-pong, whose every send
-// follows a receive, gains nothing from the prefetch and paid 5-10 ns
-// per message for it, the receiver's copy of the line taken away while
-// it waits for the next message.
+// prefetchStreaming prefetches, after AMShort published round t, the
+// cell of a later round (ring.prefetch), when this send follows another
+// on the endpoint with no cell handed back by our own iface's Progress
+// in between (a stream of sends), and only a cell whose previous round
+// the consumer has handed back (ring.handedBack). A ping-pong, whose
+// every send follows a receive, gains nothing from the prefetch and paid
+// 5-10 ns per message for it, the receiver's copy of the line taken away
+// while it waits for the next message.
 //
 // rxMark is a hint: our receive ring's freed counter as a send last saw
 // it, stored without a locked instruction (release.Store; an XCHG would
@@ -40,9 +41,18 @@ func (r *ring) prefetch(t uint64) {
 // goroutines may overwrite each other's mark, which only decides whether
 // one prefetch is issued.
 func (ep *Endpoint) prefetchStreaming(t uint64) {
-	if ep.streaming() {
+	if ep.streaming() && ep.tx.handedBack(t+prefetchAhead) {
 		ep.tx.prefetch(t)
 	}
+}
+
+// handedBack reports whether the cell of round t is free as far as the
+// producer's bound (limit) knows: the consumer has handed back its
+// previous round. The prefetch takes no cell whose message the consumer
+// may still have to read: with the ring full, that would take the line
+// from the consumer before its read, and it would have to take it back.
+func (r *ring) handedBack(t uint64) bool {
+	return t < atomic.LoadUint64(&r.limit)
 }
 
 // streaming reports whether our iface handed back no cell since the
