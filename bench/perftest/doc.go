@@ -224,6 +224,11 @@
 //
 // # Where an 8-byte tag_bw message spends its time
 //
+// The profiles and counts below are of a build whose Progress delivered
+// up to 64 messages, handed each cell back before delivering the next,
+// and whose AMShort did not prefetch; the last paragraphs of this
+// section say what changed since.
+//
 // In tag_bw the receiver sets the rate. The sender's eager sends cost
 // less than the receiver's delivery, matching and completion, so the
 // sender's ring of 256 cells stays full (nearly every receiving Progress
@@ -271,6 +276,38 @@
 // batches of 32, as UCX's FIFO_RELEASE_FACTOR does, rings of 64 or 128
 // cells, and a load of the next cell's sequence word before the handler
 // runs changed the rate by no more than the rounds' spread.
+//
+// The sender's stall after each send is the line of the cell it just
+// published: the next claim, a locked instruction, waits for that store,
+// and the line is shared with the receiver's core, which read the cell's
+// previous round. AMShort, the uct call of ucp's eager short tag, now
+// prefetches for writing the cell four rounds on when the send follows
+// another with nothing received in between and that cell's previous
+// round has been handed back (transport/shm prefetch_linux.go), as
+// AMBcopy already did for every send; Progress delivers at most 16
+// messages, as UCX's mm iface, and hands the cells of one call back with
+// one store at the start of the next, so that the counter's line, which
+// a sender facing a full ring reads, moves once per call. In 12 rounds
+// alternated with the build before (SCHED_RR, load 12-19, the host
+// switching between its states within the rounds), 8-byte tag_bw ran at
+// a median after/before of 1.09 (range 0.51-1.52; 14.4 to 15.5 M
+// messages/s in the fast state, 7.4 to 8.4 M in the slow one), 256-byte
+// tag_bw 1.14 (1.06-1.31), and 8-byte tag_lat, am_lat, 256-byte and
+// 4-KiB am_bw stayed within 3 % (0.98, 1.01, 1.02, 1.00):
+//
+//	timeout 30 chrt -r 1 perftest -l -x shm -t tag_bw -s 8 -n 1000000 --json
+//	timeout 30 chrt -r 1 perftest -l -x shm -t tag_lat -s 8 -n 200000 --json
+//
+// The prefetch alone, or the cap and batched hand-back alone, each
+// changed 8-byte tag_bw by less than the rounds' spread in the slow
+// state; together they gave 1.5 to 1.7 there (16 rounds, -n 300000).
+// An AMShort that prefetched in every send cost am_lat 16 % and tag_lat
+// 6-10 %; an AMBcopy gated like AMShort lost a tenth of am_bw 256 B. In
+// paired runs against ucx_perftest (same priority, alternated, 10
+// rounds of 1M messages in the slow state) 8-byte tag_bw is still 0.67
+// of UCX's rate (range 0.62-0.76; ours 7.4-10.8 M, UCX 11.0-14.6 M); in
+// the fast state ours ran at 15.0-15.7 M and ucx_perftest, run right
+// after, at 14.7 and 15.1 M.
 //
 // With failover on (UCGO_FAILOVER=same or any) and no fault, every
 // message also travels in ucp's sequenced channel. The sender writes the
