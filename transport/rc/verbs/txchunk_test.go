@@ -3,9 +3,9 @@ package verbs
 import "testing"
 
 // TestTxChunkWholeDatagrams: a long WRITE leaves in pieces of txChunk
-// bytes that end where a GSO datagram does, so at a 4096-byte MTU its
-// packets go out 15 to a datagram, not with a short datagram at every
-// piece boundary.
+// bytes (a MiB in two or three send calls) that end where a GSO datagram
+// does, so at a 4096-byte MTU its packets go out 15 to a datagram, not
+// with a short datagram at every piece boundary.
 func TestTxChunkWholeDatagrams(t *testing.T) {
 	const size = 1 << 20
 	a, b := pair(t, rigOpts{noWatchdog: true, mtu: MTU4096, bufSize: size})
@@ -30,6 +30,11 @@ func TestTxChunkWholeDatagrams(t *testing.T) {
 	// datagram of its own.
 	if want := 1 + (pkts-1+perDgram-1)/perDgram; dgrams > want {
 		t.Errorf("%d packets left in %d datagrams (%d send calls), want at most %d", pkts, dgrams, calls, want)
+	}
+	// Pieces of txChunk (512 KiB): a MiB in two send calls, three if the
+	// tail of a datagram spills past the second piece.
+	if calls > 3 {
+		t.Errorf("a MiB left in %d send calls, want at most 3", calls)
 	}
 	t.Logf("%d packets, %d datagrams, %d send calls", pkts, dgrams, calls)
 	for i, wc := range poll(t, a.cq, 1, a.d, b.d) {
