@@ -123,6 +123,7 @@ type Counters struct {
 	RxPackets      uint64
 	TxPackets      uint64
 	TxCalls        uint64 // sendmmsg calls
+	TxDatagrams    uint64 // UDP datagrams sent (a GSO one carries several packets)
 	RxCalls        uint64 // recvmsg and recvmmsg calls
 	RxEmpty        uint64 // receive calls that found nothing waiting
 	RxICRCErrors   uint64 // dropped: bad ICRC

@@ -63,8 +63,9 @@
 // using UDP GSO for runs of equal-size packets to one peer. A packet's payload of 1 KiB or more that lies in
 // registered memory (or a WR's inline copy) is not copied: the message's
 // iovecs alternate headers and trailers in the batch with payloads where
-// they lie. A long transfer leaves in pieces of 128 KiB, so that the peer
-// receives the first while the rest is built.
+// they lie. A long transfer leaves in pieces of 512 KiB, each ending where
+// a GSO datagram does, so that the peer receives the first while the rest
+// is built.
 //
 // PostSend copies the packets of messages up to 8 KiB into the transmit
 // batch and returns (a larger message leaves from where it lies before

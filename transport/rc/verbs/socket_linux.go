@@ -144,18 +144,15 @@ func (t *txBatch) init(gso bool) {
 // at dst to; the caller appends exactly wireLen bytes. It returns false
 // when the batch is full (flush first).
 func (t *txBatch) slot(dst netip.AddrPort, dqp uint32, wireLen int) (int, bool) {
-	if t.n > 0 {
+	if t.joins(dst, dqp, wireLen) {
 		i := t.n - 1
-		if t.gso && t.dap[i] == dst && t.dqp[i] == dqp && !t.shut[i] && t.nseg[i] < gsoMaxSegs &&
-			t.mlen[i]+wireLen <= gsoMaxLen && wireLen <= t.seg[i] {
-			if wireLen < t.seg[i] {
-				t.shut[i] = true
-			}
-			t.nseg[i]++
-			t.mlen[i] += wireLen
-			t.bytes += wireLen
-			return i, true
+		if wireLen < t.seg[i] {
+			t.shut[i] = true
 		}
+		t.nseg[i]++
+		t.mlen[i] += wireLen
+		t.bytes += wireLen
+		return i, true
 	}
 	if t.n == batchLen {
 		return 0, false
@@ -172,6 +169,17 @@ func (t *txBatch) slot(dst netip.AddrPort, dqp uint32, wireLen int) (int, bool) 
 	t.shut[i] = false
 	t.bytes += wireLen
 	return i, true
+}
+
+// joins reports whether a packet of wireLen bytes for QP dqp at dst
+// joins the batch's last message as one more GSO segment.
+func (t *txBatch) joins(dst netip.AddrPort, dqp uint32, wireLen int) bool {
+	if !t.gso || t.n == 0 {
+		return false
+	}
+	i := t.n - 1
+	return t.dap[i] == dst && t.dqp[i] == dqp && !t.shut[i] && t.nseg[i] < gsoMaxSegs &&
+		t.mlen[i]+wireLen <= gsoMaxLen && wireLen <= t.seg[i]
 }
 
 // flush sends the batch. Errors other than a full socket buffer drop
@@ -209,6 +217,7 @@ func (t *txBatch) flush(fd int, ctr *Counters) {
 		if err == nil {
 			for i := sent; i < sent+k; i++ {
 				ctr.TxPackets += uint64(t.nseg[i])
+				ctr.TxDatagrams++
 			}
 			sent += k
 			continue
