@@ -14,15 +14,9 @@ import (
 // room, the vector copy's 129 to 256 bytes and the buffer's size. It
 // refuses a bad id and an oversized message, and a closed endpoint.
 func TestAMBcopyParts(t *testing.T) {
-	_, rx := openIface(t)
-	_, tx := openIface(t)
+	rx, _, ep := connectedPair(t)
 	var got [][]byte
 	rx.SetAMHandler(amEcho, func(_ any, d []byte, _ uct.AMFlags) { got = append(got, append([]byte(nil), d...)) }, nil)
-	epi, err := tx.Connect(rx.Address(), uct.EPParams{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep := epi.(*Endpoint)
 	var want [][]byte
 	for _, h := range []int{0, 3, 8, 64} {
 		for _, total := range []int{h, inlineMax - 1, inlineMax, inlineMax + 1, 128, 129, 200, 256, 257, 4096, bufSize - 1, bufSize} {
@@ -66,17 +60,11 @@ func TestAMBcopyParts(t *testing.T) {
 // down fail with ErrRemoteNICFailed and deliver nothing; once it is up
 // again, a new endpoint's messages arrive.
 func TestAMSendPeerDisabled(t *testing.T) {
-	_, rx := openIface(t)
-	_, tx := openIface(t)
+	rx, tx, ep := connectedPair(t)
 	rx.SetErrorHandler(func(any, uct.Endpoint, error) {}, nil)
 	tx.SetErrorHandler(func(any, uct.Endpoint, error) {}, nil)
 	got := 0
 	rx.SetAMHandler(amEcho, func(any, []byte, uct.AMFlags) { got++ }, nil)
-	ep, err := tx.Connect(rx.Address(), uct.EPParams{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ep.Close()
 	if err := rx.(*Iface).SetDeviceStatus(uct.DeviceDown); err != nil {
 		t.Fatal(err)
 	}

@@ -73,18 +73,12 @@ func FuzzCellHeader(f *testing.F) {
 	}{{0, amEcho}, {8, amEcho}, {inlineMax, amEcho}, {inlineMax + 1, amEcho}, {bufSize, amEcho}, {bufSize + 1, amEcho}, {1<<32 - 1, 0xff}} {
 		f.Add(s.ln, s.id)
 	}
-	_, a := openIface(f)
-	_, b := openIface(f)
+	b, _, ep := connectedPair(f)
+	rx := b.(*Iface)
 	var got []int
 	for id := uint8(0); id <= uct.MaxAMID; id++ {
 		b.SetAMHandler(id, func(_ any, data []byte, _ uct.AMFlags) { got = append(got, len(data)) }, nil)
 	}
-	epa, err := a.Connect(b.Address(), uct.EPParams{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { epa.Close() })
-	ep, rx := epa.(*Endpoint), b.(*Iface)
 	f.Fuzz(func(t *testing.T, ln uint32, id uint8) {
 		got = got[:0]
 		bad := rx.BadCells()

@@ -13,17 +13,11 @@ import (
 // again as soon as the receiver makes room; every message arrives once,
 // in order.
 func TestRingFullThenRoom(t *testing.T) {
-	_, rx := openIface(t)
-	_, tx := openIface(t)
+	rx, _, ep := connectedPair(t)
 	var got []uint64
 	rx.SetAMHandler(amEcho, func(_ any, data []byte, _ uct.AMFlags) {
 		got = append(got, binary.LittleEndian.Uint64(data))
 	}, nil)
-	ep, err := tx.Connect(rx.Address(), uct.EPParams{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ep.Close()
 	sent := uint64(0)
 	send := func() error {
 		err := ep.AMShort(amEcho, sent, nil)

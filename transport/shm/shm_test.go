@@ -47,6 +47,20 @@ func openIface(t testing.TB) (uct.MD, uct.Iface) {
 	return md, it
 }
 
+// connectedPair opens two ifaces in this process and connects tx to rx;
+// the endpoint closes with the test.
+func connectedPair(tb testing.TB) (rx, tx uct.Iface, ep *Endpoint) {
+	tb.Helper()
+	_, rx = openIface(tb)
+	_, tx = openIface(tb)
+	epi, err := tx.Connect(rx.Address(), uct.EPParams{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { epi.Close() })
+	return rx, tx, epi.(*Endpoint)
+}
+
 // progressUntil runs Progress until cond holds; fails after 10 s.
 func progressUntil(t testing.TB, it uct.Iface, what string, cond func() bool) {
 	t.Helper()
