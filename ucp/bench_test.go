@@ -278,7 +278,11 @@ func BenchmarkRndvCPU(b *testing.B) {
 }
 
 func benchTagCPU(b *testing.B, cfg Config, size int) {
-	ws, ep0 := shmPair(b, cfg)
+	pair := shmPair
+	if cfg.Transports != nil {
+		pair = workerPair // the transports cfg names
+	}
+	ws, ep0 := pair(b, cfg)
 	out, in := make([]byte, size), make([]byte, size)
 	// one message each way: the first one also connects back
 	var ep1 *Endpoint

@@ -63,7 +63,9 @@ type Config struct {
 	// no request state). 0 picks the AM lane's limit; -1 disables.
 	ShortThresh int
 	// ZcopyThresh: eager messages from this size use AMZcopy instead of
-	// AMBcopy. 0 picks 4096.
+	// AMBcopy. 0 picks, per AM lane, the transport's estimate
+	// (uct.IfaceAttr.AMZcopyMin: rc never, its AMZcopy copies as AMBcopy
+	// does), else 4096 (shm).
 	ZcopyThresh int
 	// RndvThresh: messages from this size use rendezvous. 0 picks the
 	// largest eager message the AM lane carries in one fragment (or 8192).

@@ -16,6 +16,9 @@ type Context struct {
 	cfg  Config
 	mds  []*mdEntry
 	host string
+	// zcopyAuto: ZcopyThresh was left to its default, so an AM lane's
+	// own estimate (uct.IfaceAttr.AMZcopyMin) takes its place.
+	zcopyAuto bool
 }
 
 type mdEntry struct {
@@ -50,15 +53,16 @@ func newContext(cfg Config, getenv func(string) string) (*Context, error) {
 	if cfg.KeepaliveInterval == 0 {
 		cfg.KeepaliveInterval = defaultKeepalive
 	}
-	if cfg.ZcopyThresh == 0 {
-		cfg.ZcopyThresh = 4096
+	zcopyAuto := cfg.ZcopyThresh == 0
+	if zcopyAuto {
+		cfg.ZcopyThresh = defaultZcopyThresh
 	}
 	fo, err := resolveFailover(cfg.Failover)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Failover = fo
-	c := &Context{cfg: cfg, host: hostID()}
+	c := &Context{cfg: cfg, host: hostID(), zcopyAuto: zcopyAuto}
 	var errs error
 	for _, comp := range cfg.Transports {
 		md, err := comp.OpenMD(uct.MDParams{})

@@ -79,7 +79,10 @@
 //
 // Tag protocols by size, on the endpoint's AM lane: eager short (one
 // AMShort, up to the lane's short limit minus 4 bytes or ShortThresh),
-// eager bcopy, eager zcopy (from ZcopyThresh), and rendezvous (from
+// eager bcopy, eager zcopy (from ZcopyThresh; left to its default, from
+// the lane's own estimate, uct.IfaceAttr.AMZcopyMin, where it gives one:
+// rc's AMZcopy copies like its AMBcopy, so rc sends eager by bcopy, while
+// shm takes zcopy from 4 KiB), and rendezvous (from
 // RndvThresh, and always when the message does not fit one eager
 // fragment). Rendezvous sends an RTS with the sender's registered buffer
 // and packed key; the receiver GETs the data (RndvGet, default) and
@@ -285,7 +288,7 @@
 //
 //	UCGO_TLS=shm,rc               transports to use (names of Config.Transports)
 //	UCGO_SHORT_THRESH=64          eager short limit (bytes, k/m suffixes)
-//	UCGO_ZCOPY_THRESH=4k          eager zcopy threshold
+//	UCGO_ZCOPY_THRESH=4k          eager zcopy threshold (every lane)
 //	UCGO_RNDV_THRESH=8k           rendezvous threshold ("inf" for eager only)
 //	UCGO_RNDV_SCHEME=get|put      rendezvous data mover
 //	UCGO_ERR_MODE=none|peer       error mode

@@ -148,7 +148,7 @@ func (ep *Endpoint) pickLanes() bool {
 		}
 	}
 	ep.bcopyMax = at.AMMaxBcopy - eagerHdr
-	ep.zcopyMin = cfg.ZcopyThresh
+	ep.zcopyMin = ep.eagerZcopyMin(at)
 	if !at.Cap.Has(uct.CapAMZcopy) || at.AMMaxZcopy < ep.bcopyMax+eagerHdr {
 		ep.zcopyMin = 1 << 62
 	}

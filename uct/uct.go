@@ -140,6 +140,10 @@ type IfaceAttr struct {
 	AMMaxZcopy  int
 	AMMaxHeader int // zcopy header
 	AMMaxIOV    int
+	// AMZcopyMin: the smallest message (header + payload) for which
+	// AMZcopy costs less than AMBcopy, the transport's estimate; 0: no
+	// estimate (ucp then uses its own ZcopyThresh).
+	AMZcopyMin int
 
 	PutMaxShort int
 	PutMaxBcopy int

@@ -54,7 +54,9 @@
 // larger ones are sent from a bounce buffer. AMZcopy copies header and
 // buffers the same way and completes at once: its messages fit one bounce
 // buffer, and a copy of at most 8 KiB costs less than registering the
-// buffers and holding them until the peer's ACK. The immediate data
+// buffers and holding them until the peer's ACK; the iface says so
+// (IfaceAttr.AMZcopyMin beyond AMMaxZcopy), so ucp sends eager messages by
+// AMBcopy. The immediate data
 // carries the AM id. Each endpoint holds a window of 128 credits, one
 // per AM; the receiving iface returns credits every 64 receives with a
 // zero-length SEND_WITH_IMM on its QP (bit 31 of the immediate marks a

@@ -231,6 +231,9 @@ func (it *Iface) Attr() uct.IfaceAttr {
 		Latency:     5 * time.Microsecond,
 		Bandwidth:   2e9,
 		Overhead:    500 * time.Nanosecond,
+		// AMZcopy copies into a bounce buffer as AMBcopy does (see
+		// AMZcopy), so it never costs less.
+		AMZcopyMin: segSize + 1,
 	}
 }
 
