@@ -16,7 +16,9 @@ import (
 // completes at once and TagSend returns nil, an eager zcopy send returns
 // a request that completes later. With ZcopyThresh left to its default,
 // rc (whose AMZcopy copies as AMBcopy does) sends it by bcopy and shm by
-// zero copy (4096); ZcopyThresh set by the user holds on rc too.
+// zero copy (4096); ZcopyThresh set by the user holds on rc too. An
+// 8 KiB message over rc fits one segment with its headers and goes eager
+// by bcopy, not by rendezvous (which needs a request).
 func TestEagerZcopyPerLane(t *testing.T) {
 	rcLo := func() []uct.Component {
 		return []uct.Component{rc.New(rc.Config{Device: "lo", Addr: netip.MustParseAddr("127.0.0.1"), Port: -1})}
@@ -24,16 +26,18 @@ func TestEagerZcopyPerLane(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		cfg       Config
-		wantZcopy bool
+		size      int
+		wantZcopy bool // or rendezvous: TagSend returns a request
 	}{
-		{"rc-default", Config{Transports: rcLo()}, false},
-		{"rc-thresh-set", Config{Transports: rcLo(), ZcopyThresh: 4096}, true},
-		{"shm-default", Config{Transports: []uct.Component{shm.New()}}, true},
+		{"rc-default", Config{Transports: rcLo()}, 4096, false},
+		{"rc-thresh-set", Config{Transports: rcLo(), ZcopyThresh: 4096}, 4096, true},
+		{"shm-default", Config{Transports: []uct.Component{shm.New()}}, 4096, true},
+		{"rc-8KiB", Config{Transports: rcLo()}, 8192, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ws, ep := workerPair(t, c.cfg)
-			in := make([]byte, 4096)
-			out := bytes.Repeat([]byte{0x5a}, 4096)
+			in := make([]byte, c.size)
+			out := bytes.Repeat([]byte{0x5a}, c.size)
 			oneway := func(useNil bool) (sentNil bool) {
 				r := ws[1].TagRecv(in, 9, exact, nil)
 				var p *Params
@@ -62,7 +66,7 @@ func TestEagerZcopyPerLane(t *testing.T) {
 			}
 			oneway(false)
 			if zcopy := !oneway(true); zcopy != c.wantZcopy {
-				t.Errorf("4 KiB send by eager zero copy (TagSend returned a request): %v, want %v", zcopy, c.wantZcopy)
+				t.Errorf("%d-byte send by eager zero copy or rendezvous (TagSend returned a request): %v, want %v", c.size, zcopy, c.wantZcopy)
 			}
 		})
 	}

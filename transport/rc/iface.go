@@ -21,7 +21,11 @@ import (
 
 // Sizes of an iface's queues and buffers.
 const (
-	segSize     = 8192 // receive buffer and bounce buffer size: AMMaxBcopy, PutMaxBcopy
+	// segSize is the size of a receive buffer and of a bounce buffer
+	// (AMMaxBcopy, PutMaxBcopy): 8 KiB and 64 bytes of room, so that an
+	// 8 KiB message with ucp's eager and sequence headers fits one
+	// segment and goes eager, not by rendezvous.
+	segSize     = 8192 + 64
 	rxCount     = 512  // receive buffers pre-posted to the SRQ
 	txCount     = 256  // bounce buffers
 	opSlots     = 4096 // operations outstanding on the iface
