@@ -24,3 +24,20 @@ func (ep *Endpoint) foDump() string {
 	}
 	return b.String()
 }
+
+// stateDump describes ep's queues and lanes and, where a lane is gone or
+// failed, why, for a test whose operation did not complete (lock held).
+func (ep *Endpoint) stateDump() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "error %v; am lane %d rma lane %d; queue %d inflight %d stalled %d; lanes:",
+		ep.err, ep.amLane, ep.rmaLane, ep.queue.n, ep.inflight.n, ep.stalled.n)
+	for i := range ep.lanes {
+		ln := &ep.lanes[i]
+		fmt.Fprintf(&b, " [%d %s failed %v ep %v]", i, ln.attr.Transport, ln.failed, ln.ep != nil)
+	}
+	if ep.fo != nil {
+		b.WriteString("; failover: ")
+		b.WriteString(ep.foDump())
+	}
+	return b.String()
+}

@@ -103,8 +103,17 @@ func threadSafeTraffic(t *testing.T, nd *node) {
 	}()
 
 	var wg sync.WaitGroup
+	var dumped sync.Once
 	fail := func(format string, args ...any) {
 		t.Errorf(format, args...)
+		dumped.Do(func() {
+			w.lock()
+			st := ep.stateDump()
+			w.unlock()
+			c := rcCounters(nd.ctx)
+			t.Logf("endpoint: %s; rc: retransmits %d timeouts %d read retries %d dropped rx %d tx %d watchdog runs %d",
+				st, c.Retransmits, c.Timeouts, c.ReadRetries, c.RxDropped, c.TxDropped, c.WatchdogRuns)
+		})
 	}
 	sizes := []int{0, 8, 200, 4000, 8000, 20000, 100000}
 	for g := 0; g < 2; g++ {
