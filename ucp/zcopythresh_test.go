@@ -71,3 +71,23 @@ func TestEagerZcopyPerLane(t *testing.T) {
 		})
 	}
 }
+
+// TestEagerFits8KiB: an 8 KiB message with ucp's eager header fits one
+// bcopy buffer of every transport, so it goes eager, not by rendezvous.
+func TestEagerFits8KiB(t *testing.T) {
+	rcLo := []uct.Component{rc.New(rc.Config{Device: "lo", Addr: netip.MustParseAddr("127.0.0.1"), Port: -1})}
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"shm", Config{Transports: []uct.Component{shm.New()}}},
+		{"rc", Config{Transports: rcLo}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, ep := workerPair(t, c.cfg)
+			if ep.rndvMin <= 8192 {
+				t.Errorf("rendezvous from %d bytes, want an 8 KiB message eager (bcopy max %d)", ep.rndvMin, ep.bcopyMax)
+			}
+		})
+	}
+}

@@ -9,7 +9,7 @@ import (
 
 const (
 	segMagic   = 0x48534355 // "UCSH"
-	segVersion = 4
+	segVersion = 5
 	addrLen    = 32
 )
 
@@ -80,7 +80,7 @@ const (
 	cellSrc      = 16 // the sender iface's AM source (pid<<32 | segment fd)
 	inlineMax    = cellSize - cellHdr
 	defaultCells = 256
-	bufSize      = 8192
+	bufSize      = 8192 + 64    // an 8 KiB message and ucp's headers fit one buffer
 	bufStride    = bufSize + 64 // see segLen
 )
 
