@@ -2,7 +2,6 @@ package shm
 
 import (
 	"encoding/binary"
-	"sync/atomic"
 
 	"github.com/ucgo/ucgo/uct"
 )
@@ -21,7 +20,7 @@ import (
 // 256 B a tenth of its rate.
 func (ep *Endpoint) AMBcopy(id uint8, header, payload []byte) (int, error) {
 	h, n := len(header), len(header)+len(payload)
-	if id > uct.MaxAMID || n > bufSize || ep.err.Load() != nil || atomic.LoadUint32(ep.disabled) != 0 {
+	if id > uct.MaxAMID || n > bufSize || ep.troubled() {
 		return ep.send("am_bcopy", id, header, payload)
 	}
 	t, ok := ep.tx.reserve(ep.it.me)
@@ -41,9 +40,7 @@ func (ep *Endpoint) AMBcopy(id uint8, header, payload []byte) (int, error) {
 		copy(dst, header)
 	}
 	putCopy(dst[h:], payload)
-	*u32at(c, 8) = uint32(n)
-	c[12] = id
-	*u64at(c, cellSrc) = ep.it.src
+	ep.sealCell(c, n, id)
 	ep.tx.publish(t)
 	ep.tx.prefetch(t)
 	return n, nil

@@ -16,10 +16,7 @@ func publishBadLength(ep *Endpoint) error {
 	if !ok {
 		return fmt.Errorf("parent FIFO full")
 	}
-	c := ep.tx.cell(t)
-	*u32at(c, 8) = 1 << 20
-	c[12] = amEcho
-	*u64at(c, cellSrc) = ep.it.src
+	ep.sealCell(ep.tx.cell(t), 1<<20, amEcho)
 	ep.tx.publish(t)
 	return nil
 }
@@ -86,9 +83,7 @@ func FuzzCellHeader(f *testing.F) {
 		if !ok {
 			t.Fatal("FIFO full")
 		}
-		cell := ep.tx.cell(c)
-		*u32at(cell, 8) = ln
-		cell[12] = id
+		ep.sealCell(ep.tx.cell(c), int(ln), id)
 		ep.tx.publish(c)
 		if n := b.Progress(); n != 1 {
 			t.Fatalf("Progress handled %d cells, want 1", n)

@@ -134,6 +134,21 @@ func (ep *Endpoint) check(op string) error {
 	return nil
 }
 
+// troubled reports whether the endpoint has failed or the peer's device
+// is disabled: the two loads of check, which is not inlined, for the fast
+// paths to call check only when one of them finds something.
+func (ep *Endpoint) troubled() bool {
+	return ep.err.Load() != nil || atomic.LoadUint32(ep.disabled) != 0
+}
+
+// sealCell writes the header words of a message of n bytes with AM id
+// into cell c, which the caller then publishes.
+func (ep *Endpoint) sealCell(c []byte, n int, id uint8) {
+	*u32at(c, 8) = uint32(n)
+	c[12] = id
+	*u64at(c, cellSrc) = ep.it.src
+}
+
 // noResource is the slow path of a full FIFO: a peer that closed its iface
 // never drains it.
 func (ep *Endpoint) noResource(op string) error {

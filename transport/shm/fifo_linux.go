@@ -2,7 +2,6 @@ package shm
 
 import (
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/ucgo/ucgo/uct"
@@ -177,9 +176,7 @@ func (ep *Endpoint) send(op string, id uint8, parts ...[]byte) (int, error) {
 	for _, p := range parts {
 		off += copy(dst[off:], p)
 	}
-	*u32at(c, 8) = uint32(n)
-	c[12] = id
-	*u64at(c, cellSrc) = ep.it.src
+	ep.sealCell(c, n, id)
 	ep.tx.publish(t)
 	return n, nil
 }
@@ -189,9 +186,7 @@ func (ep *Endpoint) AMShort(id uint8, header uint64, payload []byte) error {
 	if len(payload) > inlineMax-8 {
 		return ep.opErr("am_short", uct.ErrInvalidParam, nil)
 	}
-	// the two loads of check, which is not inlined, and check itself only
-	// when one of them finds something
-	if ep.err.Load() != nil || atomic.LoadUint32(ep.disabled) != 0 {
+	if ep.troubled() {
 		if err := ep.check("am_short"); err != nil {
 			return err
 		}
@@ -206,9 +201,7 @@ func (ep *Endpoint) AMShort(id uint8, header uint64, payload []byte) error {
 	c := ep.tx.cell(t)
 	*u64at(c, cellHdr) = header
 	copy(c[cellHdr+8:], payload)
-	*u32at(c, 8) = uint32(8 + len(payload))
-	c[12] = id
-	*u64at(c, cellSrc) = ep.it.src
+	ep.sealCell(c, 8+len(payload), id)
 	ep.tx.publish(t)
 	ep.prefetchStreaming(t)
 	return nil
