@@ -119,19 +119,7 @@ func icrcPrefix(bth []byte, n int, src, dst netip.AddrPort, id uint16, df bool) 
 	var ph []byte
 	if v4 {
 		ph = buf[:ip4HdrLen+udpHdrLen+BTHLen]
-		ph[0] = 0x45
-		ph[1] = 0xff // TOS
-		binary.BigEndian.PutUint16(ph[2:], uint16(ip4HdrLen+udpHdrLen+n))
-		binary.BigEndian.PutUint16(ph[4:], id)
-		if df {
-			ph[6] = 0x40
-		}
-		ph[8] = 0xff // TTL
-		ph[9] = 17
-		ph[10], ph[11] = 0xff, 0xff // header checksum
-		a, b := s.As4(), d.As4()
-		copy(ph[12:], a[:])
-		copy(ph[16:], b[:])
+		putMaskedIPv4UDP(ph, s, d, src.Port(), dst.Port(), uint16(ip4HdrLen+udpHdrLen+n), uint16(udpHdrLen+n), id, df)
 	} else {
 		ph = buf[:]
 		ph[0], ph[1], ph[2], ph[3] = 0x6f, 0xff, 0xff, 0xff // version 6, TC and flow label masked
@@ -141,15 +129,40 @@ func icrcPrefix(bth []byte, n int, src, dst netip.AddrPort, id uint16, df bool) 
 		a, b := s.As16(), d.As16()
 		copy(ph[8:], a[:])
 		copy(ph[24:], b[:])
+		putMaskedUDP(ph[ip6HdrLen:], src.Port(), dst.Port(), uint16(udpHdrLen+n))
 	}
 	u := ph[len(ph)-udpHdrLen-BTHLen:]
-	binary.BigEndian.PutUint16(u[0:], src.Port())
-	binary.BigEndian.PutUint16(u[2:], dst.Port())
-	binary.BigEndian.PutUint16(u[4:], uint16(udpHdrLen+n))
-	u[6], u[7] = 0xff, 0xff // UDP checksum
 	copy(u[udpHdrLen:], bth[:BTHLen])
 	u[udpHdrLen+4] = 0xff // BTH reserved byte
 	return ^rawUpdate(lrhState, ph)
+}
+
+// putMaskedIPv4UDP writes into h the IPv4 and UDP headers (28 bytes),
+// with total length tl and UDP length ul, as the ICRC covers them: the
+// masked fields all ones.
+func putMaskedIPv4UDP(h []byte, s, d netip.Addr, sport, dport, tl, ul, id uint16, df bool) {
+	h[0] = 0x45
+	h[1] = 0xff // TOS
+	binary.BigEndian.PutUint16(h[2:], tl)
+	binary.BigEndian.PutUint16(h[4:], id)
+	if df {
+		h[6] = 0x40
+	}
+	h[8] = 0xff // TTL
+	h[9] = 17
+	h[10], h[11] = 0xff, 0xff // header checksum
+	a, b := s.As4(), d.As4()
+	copy(h[12:], a[:])
+	copy(h[16:], b[:])
+	putMaskedUDP(h[ip4HdrLen:], sport, dport, ul)
+}
+
+// putMaskedUDP writes into h a UDP header as the ICRC covers it.
+func putMaskedUDP(h []byte, sport, dport, length uint16) {
+	binary.BigEndian.PutUint16(h[0:], sport)
+	binary.BigEndian.PutUint16(h[2:], dport)
+	binary.BigEndian.PutUint16(h[4:], length)
+	h[6], h[7] = 0xff, 0xff // UDP checksum
 }
 
 // ICRC returns the ICRC of the UDP payload udp (headers, payload, pad and

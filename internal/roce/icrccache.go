@@ -1,9 +1,6 @@
 package roce
 
-import (
-	"encoding/binary"
-	"net/netip"
-)
+import "net/netip"
 
 // ICRCCache computes the ICRC's pseudo-header part faster for a run of
 // IPv4 packets between the same two endpoints. Of the 40 bytes the ICRC
@@ -60,18 +57,7 @@ func (c *ICRCCache) fill(src, dst netip.AddrPort) {
 		return
 	}
 	var h [ip4HdrLen + udpHdrLen]byte
-	h[0] = 0x45
-	h[1] = 0xff // TOS
-	h[8] = 0xff // TTL
-	h[9] = 17
-	h[10], h[11] = 0xff, 0xff // header checksum
-	a, b := s.As4(), d.As4()
-	copy(h[12:], a[:])
-	copy(h[16:], b[:])
-	u := h[ip4HdrLen:]
-	binary.BigEndian.PutUint16(u[0:], src.Port())
-	binary.BigEndian.PutUint16(u[2:], dst.Port())
-	u[6], u[7] = 0xff, 0xff // UDP checksum
+	putMaskedIPv4UDP(h[:], s, d, src.Port(), dst.Port(), 0, 0, 0, false) // the changing fields zero
 	c.fixed = rawUpdate(lrhState, h[:])
 	c.v4 = true
 }
