@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ucgo/ucgo/internal/testproc"
 )
 
 // The test binary stands in for the tools when fakeToolEnv is set: it
@@ -270,36 +272,16 @@ func TestRTRefusedWithoutPrivilege(t *testing.T) {
 	if _, err := exec.LookPath("chrt"); err != nil {
 		t.Skip("chrt (util-linux) is not installed")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A copy of the test binary that nobody may run.
-	dir, err := os.MkdirTemp("", "ucgo-compare-rt-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyExe := filepath.Join(dir, "compare.test")
-	if err := os.WriteFile(copyExe, bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	copyExe := testproc.ExecutableForNobody(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, copyExe)
-	cmd.Dir = dir
+	cmd.Dir = filepath.Dir(copyExe)
 	cmd.Env = append(os.Environ(), fakeToolEnv+"=/dev/null", fakeRoleEnv+"=nopriv")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	testproc.AsNobody(cmd)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("compare -rt as nobody: %v, want exit status 1; stderr:\n%s", err, &stderr)

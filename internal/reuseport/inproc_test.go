@@ -3,7 +3,6 @@ package reuseport
 import (
 	"encoding/binary"
 	"errors"
-	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ucgo/ucgo/internal/testproc"
 )
 
 // readQPNs reads exactly n datagrams (10 s limit each) and then checks
@@ -193,38 +194,10 @@ func TestUnprivileged(t *testing.T) {
 	m := listen(t, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), freePort(t)))
 	defer m.Close()
 
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "ucgo-reuseport-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "test")
-	src, err := os.Open(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = io.Copy(dst, src)
-	src.Close()
-	if cerr := dst.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testproc.ExecutableForNobody(t)
 	cmd := exec.Command(bin, "-test.run=^$")
 	cmd.Env = append(os.Environ(), unprivEnv+"=127.0.0.1:"+strconv.Itoa(int(freePort(t))))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	testproc.AsNobody(cmd)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)

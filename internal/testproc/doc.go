@@ -5,4 +5,6 @@
 // the test binary (optionally inside a network namespace) as a child
 // playing a role, with a pipe to its stdin and one from its stdout, and
 // kills and reaps it when the test ends. Every wait is bounded.
+// ExecutableForNobody and AsNobody run a copy of the test binary as user
+// nobody, for tests of what an unprivileged process may do.
 package testproc
