@@ -46,5 +46,8 @@ func (t *tcpOOB) spinReadable() {
 		if cerr != nil || ready || time.Now().After(deadline) {
 			return
 		}
+		if t.progress != nil {
+			t.progress()
+		}
 	}
 }

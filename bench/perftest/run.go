@@ -122,6 +122,7 @@ func runSide(cfg *config, ch oob, initiator bool, out *report.Writer, progress i
 		return err
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
+	defer progressBarriers(ch, s)()
 	peer, err := ch.exchange(s.setup())
 	if err != nil {
 		return fmt.Errorf("exchange: %w", err)

@@ -16,6 +16,8 @@ type tcpOOB struct {
 	c   net.Conn
 	r   *bufio.Reader
 	seq uint64
+	// progress, if set, runs on every poll of a barrier (barrier_progress.go).
+	progress func()
 }
 
 func newTCPOOB(c net.Conn) *tcpOOB { return &tcpOOB{c: c, r: bufio.NewReader(c)} }
@@ -56,6 +58,9 @@ func (t *tcpOOB) barrier() error {
 	t.seq++
 	if err := t.send(&message{Kind: kindSync, Seq: t.seq}); err != nil {
 		return err
+	}
+	if t.progress != nil {
+		t.progress()
 	}
 	t.spinReadable()
 	m, err := t.recv(kindSync)
