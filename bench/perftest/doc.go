@@ -393,4 +393,50 @@
 // fail-back, in milliseconds from the start; -1 for what did not happen;
 // every event with its time) and failover.svg (the timeline with
 // those instants marked) into -out (default failover-out).
+//
+// # rc over lo against UCX's tcp: system calls per message
+//
+// Counted with strace -c -f over both processes of a run (22000 round
+// trips of tag_lat, 110000 messages of tag_bw, warm-up included), on lo
+// (UCGO_PERFTEST_NO_NETNS=1) and for ucx_perftest with UCX_TLS=tcp,
+// UCX_NET_DEVICES=lo, per message:
+//
+//	                  ucgo rc                               UCX tcp
+//	tag_lat 8 B       1.0 sendmmsg (2 datagrams)            0.96 sendto
+//	                  1.87 receives with data, 1.57 empty   0.96 recvfrom, 3.3 epoll_wait
+//	tag_bw 8 B        0.04 send calls (GSO batches)         0.95 sendto
+//	                  0.05 receives with data               0.48 recvfrom, 0.52 epoll_wait
+//	tag_bw 4 KiB      0.09 send calls                       0.95 sendmsg
+//	                  0.11 receives with data               0.51 recvfrom, 0.58 epoll_wait
+//
+//	UCGO_PERFTEST_NO_NETNS=1 strace -f -c perftest -l -x rc -t tag_lat -s 8 -n 20000 -w 2000 --json
+//
+// In a ping-pong each message is a datagram and so is its ACK: the two
+// directions of a pair of ucp endpoints use two QP pairs, so the
+// deferred ACK of a request goes to another QP of the peer than the
+// reply it rides behind, and the peer takes it with a receive of its
+// own once it has answered. Off the critical path: the reply reaches
+// the peer's socket before the kernel starts on the ACK (lo delivers
+// inside the send call), and the ACK is taken while the peer works.
+// Sending the ACK as the last segment of the reply's GSO datagram (the
+// two QPs share the reuseport steering byte, so it would reach the
+// same socket) made it one datagram and one receive per message, but
+// put the ACK's handling before the reply's completion on the
+// receiver: 8-byte tag_lat got slower (after/before 1.09, 8 alternated
+// rounds), so it is not done. Leaving out 15 ACKs in 16 gained about 4
+// % on 8-byte tag_lat (3 of 4 pairs) and nothing on 4 KiB. In a perf profile
+// (perf record -e cpu-clock -g) of 8-byte tag_lat the sending
+// sendmmsg, which runs the peer's receive path on lo, holds about two
+// thirds of a one-way time, and the Go code of the path (packet
+// handling, completion, ucp, the send) about a fifth. At 4 and 8 KiB
+// ours passes over the payload three more times than UCX's tcp (the
+// ICRC on both sides, the copy into the SRQ's receive buffer), and the
+// SRQ's 512 receive buffers (4 MiB) are taken in the order posted, so a
+// message lands in a buffer no cache holds; taking the most recently
+// posted one first gained about 5 % on 8 KiB tag_lat (4 pairs) and is
+// not done, since it changes the SRQ's order. In bandwidth tests the
+// transmit batch and GSO cut the system calls per message tenfold and
+// more against UCX's one send and one receive per message: 8-byte
+// tag_bw runs at several times UCX's rate, 4 and 8 KiB at about UCX's,
+// where copying and the ICRC, not the calls, take the time.
 package main
