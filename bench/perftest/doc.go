@@ -434,9 +434,21 @@
 // SRQ's 512 receive buffers (4 MiB) are taken in the order posted, so a
 // message lands in a buffer no cache holds; taking the most recently
 // posted one first gained about 5 % on 8 KiB tag_lat (4 pairs) and is
-// not done, since it changes the SRQ's order. In bandwidth tests the
-// transmit batch and GSO cut the system calls per message tenfold and
-// more against UCX's one send and one receive per message: 8-byte
-// tag_bw runs at several times UCX's rate, 4 and 8 KiB at about UCX's,
-// where copying and the ICRC, not the calls, take the time.
+// not done, since it changes the SRQ's order. An 8 KiB ucp message (8
+// KiB and its headers) used to be above the size PostSend copies into
+// the transmit batch: it left by reference, with a send call of its
+// own, and on lo the kernel's copy of such a send, from an iovec per
+// header, payload and trailer, was slow: in perf profiles of 8 KiB
+// tag_lat the senders' _copy_from_iter took 15 times the samples of
+// the receivers' _copy_to_iter, and 2.6 times once the packets were
+// copied into the batch (perf record -e cpu-clock, both processes).
+// Batched since (see verbs' postCopyMax), 8 KiB tag_bw runs 1.36 times
+// as fast and 8 KiB tag_lat takes 0.84 of the time. A uct AM of exactly
+// 8 KiB (am_lat -s 8192) still leaves as two datagrams and its ACK: its
+// last packet carries the immediate and is 4 bytes longer than its
+// first, and a GSO message's segments may only shrink. In bandwidth tests the transmit batch and
+// GSO cut the system calls per message tenfold and more against UCX's
+// one send and one receive per message: 8-byte tag_bw runs at several
+// times UCX's rate, 4 and 8 KiB at about UCX's, where copying and the
+// ICRC, not the calls, take the time.
 package main
