@@ -334,7 +334,8 @@
 // checks and ACKs take about half of its time and it polls an empty
 // socket for the rest. CPU time per MiB moved, from
 // perf record -e cpu-clock (1 kHz, kernel and user) of 2,100 MiB (-n
-// 2000 -w 100), samples of the sending process, ours in five runs and
+// 2000 -w 100), samples of the sending process from its start (ours
+// calibrates its time-stamp counter then), ours in five runs and
 // ucx_perftest over tcp on lo (zcopy) in two, in the same minutes:
 //
 //	sending process             ucgo      UCX tcp
