@@ -103,7 +103,14 @@
 // stripes rendezvous data and Put and Get transfers from 64 KiB over up
 // to Config.MaxRndvRails of them (UCX_MAX_RNDV_RAILS): chunks of at most
 // an equal share per rail go round robin, and the rendezvous key bundle
-// carries the key of each rail's memory domain. All tag messages of one endpoint travel on
+// carries the key of each rail's memory domain. Striping is measured, not
+// assumed: the endpoint's rail gate compares the completion rates of
+// its transfers striped and on the RMA lane alone (the way not in use
+// is probed now and then with a few transfers) and stripes only while
+// that moves clearly more (rate-limited rails, a QP's window limiting
+// on a loaded host), else the transfers take one rail (rails that share
+// one busy CPU, or a much slower second rail); WorkerStats.Rails counts
+// its choices. All tag messages of one endpoint travel on
 // one ordered lane and are matched on arrival, so messages with matching
 // tags are never overtaken, eager and rendezvous mixed. A message longer
 // than the receive buffer completes the receive with a *TruncatedError

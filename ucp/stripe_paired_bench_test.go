@@ -402,6 +402,7 @@ func benchRailsPaired(b *testing.B, op string, mbit int) {
 		b.Fatalf("one-rail pair stripes over %d rails", got)
 	}
 	before := [2]verbs.Counters{rcCounters(pairs[0].ctx), rcCounters(pairs[1].ctx)}
+	gate := pairs[1].w.Stats().Rails
 	b.ReportAllocs()
 	b.ResetTimer()
 	var ratios []float64
@@ -437,6 +438,14 @@ func benchRailsPaired(b *testing.B, op string, mbit int) {
 		b.ReportMetric(float64(c.TxCalls-o.TxCalls)/float64(b.N), "sendmmsg/op-"+name)
 		b.ReportMetric(float64(c.RxCalls-o.RxCalls-(c.RxEmpty-o.RxEmpty))/float64(b.N), "recv/op-"+name)
 		b.ReportMetric(float64(c.RxEmpty-o.RxEmpty)/float64(b.N), "recv-empty/op-"+name)
+	}
+	// the rail gate's choices on this side (put and get; a tag
+	// transfer's data is moved by the receiver): the share of the
+	// transfers it put on one rail, its probes and switches
+	if g := pairs[1].w.Stats().Rails; g.Striped+g.Single > gate.Striped+gate.Single {
+		b.ReportMetric(float64(g.Single-gate.Single)/float64(g.Striped+g.Single-gate.Striped-gate.Single), "single/op")
+		b.ReportMetric(float64(g.Probes-gate.Probes), "probes")
+		b.ReportMetric(float64(g.Switches-gate.Switches), "switches")
 	}
 	if pairs[0].checks == 0 || pairs[1].checks == 0 {
 		b.Fatal("no block was checked")

@@ -1,0 +1,315 @@
+package ucp
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/ucgo/ucgo/internal/netns"
+)
+
+// gateRun feeds g the completions of transfers started through it, each
+// of size bytes, the way taking wayDur[way] ns per transfer, one at a
+// time, until n transfers completed; it returns the ways taken.
+func gateRun(g *railGate, n, size int, wayDur [2]int64, now *int64) []gateWay {
+	var ways []gateWay
+	for i := 0; i < n; i++ {
+		way, gen, hold := g.start(*now)
+		if hold {
+			panic("a transfer held with nothing in flight")
+		}
+		*now += wayDur[way]
+		g.done(gen, g.era, size, *now)
+		ways = append(ways, way)
+	}
+	return ways
+}
+
+func countWay(ways []gateWay, w gateWay) int {
+	n := 0
+	for _, x := range ways {
+		if x == w {
+			n++
+		}
+	}
+	return n
+}
+
+// The gate's rule alone: it stripes at first, probes one rail after the
+// first epoch, keeps striping while one rail is clearly slower (probing
+// ever more rarely), switches to one rail when that is faster (after a
+// second probe confirms it), and switches back when striping becomes
+// faster again.
+func TestRailGateRule(t *testing.T) {
+	var g railGate
+	g.reset()
+	var now int64
+	const size = 1 << 20
+	stripeFast := [2]int64{1000, 2000} // ns per transfer: stripe, single
+	first := gateRun(&g, gateEpochLen, size, stripeFast, &now)
+	if countWay(first, waySingle) != 0 || !g.probing {
+		t.Fatalf("%d of the first %d transfers on one rail, probing %v", countWay(first, waySingle), len(first), g.probing)
+	}
+	// the probe: gateProbeLen transfers on one rail, then striping
+	// again
+	ways := gateRun(&g, 300*gateEpochLen, size, stripeFast, &now)
+	if got := countWay(ways[:gateProbeLen+1], waySingle); got != gateProbeLen {
+		t.Fatalf("probe: %d of %d transfers on one rail, want %d", got, gateProbeLen+1, gateProbeLen)
+	}
+	if g.best != wayStripe || g.rate[waySingle] == 0 {
+		t.Fatalf("best %v rates %v: switched to one rail although striping is twice as fast", g.best, g.rate)
+	}
+	// probes grow rarer: after 1, 2, 4 ... 64, 64 ... epochs
+	if n := countWay(ways, waySingle) / gateProbeLen; n != int(g.probes) || n < 7 || n > 12 {
+		t.Fatalf("%d probes (%d counted) in %d transfers", n, g.probes, len(ways))
+	}
+	// one rail becomes faster: the next probe and its confirmation
+	// switch
+	singleFast := [2]int64{2000, 1000}
+	ways = gateRun(&g, (gateProbeMax+4)*gateEpochLen, size, singleFast, &now)
+	if g.best != waySingle {
+		t.Fatalf("still striping after %d transfers with one rail twice as fast", len(ways))
+	}
+	// and back: striping faster again, found at the next probe
+	gateRun(&g, (gateProbeMax+4)*gateEpochLen, size, stripeFast, &now)
+	if g.best != wayStripe {
+		t.Fatal("not striping again although striping became twice as fast")
+	}
+	// striping faster by less than the margin: one rail, which costs
+	// less, and it stays there
+	near := [2]int64{1000, 1000 * (1 + gateMargin/2)}
+	gateRun(&g, (gateProbeMax+4)*gateEpochLen, size, near, &now)
+	if g.best != waySingle {
+		t.Fatalf("still striping although it moves only %v more", gateMargin/2)
+	}
+	sw := g.probes
+	gateRun(&g, 4*gateProbeMax*gateEpochLen, size, near, &now)
+	if g.best != waySingle || g.probes == sw {
+		t.Fatalf("best %v after %d more probes: a rate within the margin switched back", g.best, g.probes-sw)
+	}
+}
+
+// A probe that wins is confirmed by a second one before the way
+// switches: a win followed by a loss switches nothing.
+func TestRailGateConfirm(t *testing.T) {
+	var g railGate
+	g.reset()
+	var now int64
+	const size = 1 << 20
+	stripeFast := [2]int64{1000, 2000}
+	gateRun(&g, gateEpochLen, size, stripeFast, &now)
+	if !g.probing {
+		t.Fatal("no probe after the first epoch")
+	}
+	gateRun(&g, gateProbeLen, size, [2]int64{1000, 500}, &now) // one rail twice as fast, once
+	if g.best != wayStripe || !g.won || g.epochs != 1 {
+		t.Fatalf("after a winning probe: best %v won %v epochs %d, want a confirming probe next", g.best, g.won, g.epochs)
+	}
+	gateRun(&g, gateEpochLen+gateProbeLen, size, stripeFast, &now)
+	if g.best != wayStripe || g.won || g.probes != 2 {
+		t.Fatalf("after a losing confirmation: best %v won %v probes %d", g.best, g.won, g.probes)
+	}
+}
+
+// A probe's transfers wait until the chosen way's transfers in flight
+// have drained, the transfers started after them until the probe's have
+// completed; the probe's rate runs from the drain, and completions of
+// an older generation do not count in it.
+func TestRailGateProbeHolds(t *testing.T) {
+	var g railGate
+	g.reset()
+	var now int64
+	const size = 1 << 20
+	// four in flight at the end of the first epoch
+	type xfer struct {
+		gen  uint32
+		hold bool
+	}
+	var old []xfer
+	for i := 0; i < 4; i++ {
+		_, gen, _ := g.start(now)
+		old = append(old, xfer{gen: gen})
+	}
+	gateRun(&g, gateEpochLen-3, size, [2]int64{1000, 1000}, &now)
+	for _, x := range old[:3] {
+		now += 1000
+		g.done(x.gen, g.era, size, now)
+	}
+	if !g.probing {
+		t.Fatal("no probe after the first epoch")
+	}
+	var probe []uint32
+	for i := 0; i < gateProbeLen; i++ {
+		way, gen, hold := g.start(now)
+		if !hold || way != waySingle || gen != g.gen {
+			t.Fatalf("probe transfer %d with one in flight: way %v gen %d hold %v", i, way, gen, hold)
+		}
+		probe = append(probe, gen)
+	}
+	if way, gen, hold := g.start(now); !hold || way != wayStripe || gen != 0 {
+		t.Fatalf("a transfer after the probe's: way %v gen %d hold %v", way, gen, hold)
+	}
+	// the last old one completes much later: the drain releases the
+	// probe, whose clock starts there
+	now += 1e6
+	if _, rel := g.done(old[3].gen, g.era, size, now); !rel || g.t1 != now {
+		t.Fatalf("drained: released %v t1 %d now %d", rel, g.t1, now)
+	}
+	for range probe {
+		g.live++ // gateHeld releases them
+	}
+	if sw, rel := g.done(probe[0]-1, g.era, size, now); sw || rel || g.n != 0 {
+		t.Fatal("an old generation's completion counted in the probe")
+	}
+	g.live++ // undo the old completion's count
+	for i, gen := range probe {
+		now += 1000 // as fast as striping: the probe runs to its end
+		_, rel := g.done(gen, g.era, size, now)
+		if rel != (i == len(probe)-1) {
+			t.Fatalf("completion %d of the probe: released %v", i, rel)
+		}
+	}
+	if g.rate[waySingle] < 0.9e12 || g.rate[waySingle] > 1.1e12 {
+		t.Fatalf("probe rate %v B/s, want about 1 MiB per µs: the drain counted in it", g.rate[waySingle])
+	}
+	if way, gen, hold := g.start(now); hold || way != wayStripe || gen == probe[0] {
+		t.Fatalf("after the probe: way %v gen %d hold %v", way, gen, hold)
+	}
+}
+
+// gateWorld is railsWorld over two rails with the rma child; it
+// returns the rails and the endpoint's lane on each.
+func gateWorld(t *testing.T) (*node, *netns.Rails, []int) {
+	rails, err := netns.NewRails(t, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nd := railsWorldOn(t, rails, "rma", Config{})
+	ep := nd.eps[1]
+	if len(ep.rails) != 2 {
+		t.Fatalf("rails %v, want 2", ep.rails)
+	}
+	laneOf := make([]int, len(rails.A))
+	for i := range laneOf {
+		laneOf[i] = -1
+		for li := range ep.lanes {
+			if ep.lanes[li].wi.attr.Device == rails.A[i].Link() {
+				laneOf[i] = li
+			}
+		}
+		if laneOf[i] < 0 {
+			t.Fatalf("no lane on %s", rails.A[i].Link())
+		}
+	}
+	return nd, rails, laneOf
+}
+
+// limitRail limits both ends of rail i to mbit.
+func limitRail(t *testing.T, rails *netns.Rails, i, mbit int) {
+	for _, ns := range []*netns.NS{rails.A[i], rails.B[i]} {
+		if err := ns.SetRate(mbit); err != nil {
+			t.Skipf("tc: %v", err)
+		}
+	}
+}
+
+// gateStream puts 256 KiB buffers to the peer's registered memory, 8 in
+// flight, until done reports true or n were put; it returns how many.
+func gateStream(t *testing.T, nd *node, reg remoteMem, n int, done func() bool) int {
+	ep := nd.eps[1]
+	buf := pattern(256<<10, 9)
+	var win [8]*Request
+	i := 0
+	for ; i < n && !done(); i++ {
+		k := i % len(win)
+		if win[k] != nil {
+			nd.must(nd.wait(win[k]))
+			win[k].Release()
+		}
+		win[k] = ep.Put(buf, reg.addr, reg.key, nil)
+	}
+	for _, r := range win {
+		if r != nil {
+			nd.must(nd.wait(r))
+			r.Release()
+		}
+	}
+	return i
+}
+
+// Two rails, the second limited to 50 Mbit/s (tc), a small part of what
+// the first moves even under the race detector: striping holds every
+// transfer back to the slow rail,
+// so the gate's probe finds the RMA lane alone faster and the transfers
+// after it leave the slow rail alone. The data still arrives intact.
+func TestRailsGateSlowRail(t *testing.T) {
+	if raceEnabled {
+		t.Skip("under the race detector the CPU limits both ways to a few MB/s: one rail is not faster than two")
+	}
+	nd, rails, laneOf := gateWorld(t)
+	ep := nd.eps[1]
+	// limit the rail that is not the RMA lane's
+	slow := ep.rails[1]
+	for i, li := range laneOf {
+		if li == slow {
+			limitRail(t, rails, i, 50)
+		}
+	}
+	keys := recvKeys(t, nd, 1)
+	reg := keys[0]
+	deadline := time.Now().Add(60 * time.Second)
+	switched := func() bool { return nd.w.Stats().Rails.Switches > 0 || time.Now().After(deadline) }
+	n := gateStream(t, nd, reg, 2000, switched)
+	st := nd.w.Stats().Rails
+	t.Logf("%d puts: %+v", n, st)
+	if st.Switches == 0 {
+		t.Fatalf("still striping over a rail at 50 Mbit/s after %d puts: %+v", n, st)
+	}
+	// the next puts go on the RMA lane alone (striped chunks are
+	// counted per lane, a transfer on one lane in Rails.Single)
+	before := laneChunks(ep)
+	gateStream(t, nd, reg, gateEpochLen, func() bool { return false })
+	after, st2 := laneChunks(ep), nd.w.Stats().Rails
+	if after[slow] != before[slow] || st2.Single-st.Single != gateEpochLen {
+		t.Fatalf("striped chunks per lane %v -> %v, transfers on one rail %d -> %d: the slow lane %d still carries transfers",
+			before, after, st.Single, st2.Single, slow)
+	}
+	back := make([]byte, 256<<10)
+	nd.must(nd.wait(ep.Get(back, reg.addr, reg.key, nil)))
+	if !bytes.Equal(back, pattern(256<<10, 9)) {
+		t.Fatal("get back: content differs")
+	}
+	nd.quit(1)
+	nd.exitOK(1)
+}
+
+// Two rails both limited to 100 Mbit/s (NICs of a fixed speed): a probe
+// of one rail moves half as much, so the gate keeps striping, and the
+// transfers the probe held go on.
+func TestRailsGateEqualRails(t *testing.T) {
+	nd, rails, _ := gateWorld(t)
+	ep := nd.eps[1]
+	limitRail(t, rails, 0, 100)
+	limitRail(t, rails, 1, 100)
+	keys := recvKeys(t, nd, 1)
+	reg := keys[0]
+	deadline := time.Now().Add(60 * time.Second)
+	// the first probe starts after gateProbeMin epochs; two probes done
+	probed := func() bool { return nd.w.Stats().Rails.Probes >= 2 || time.Now().After(deadline) }
+	n := gateStream(t, nd, reg, 4000, probed)
+	st := nd.w.Stats().Rails
+	t.Logf("%d puts: %+v", n, st)
+	if st.Probes < 2 {
+		t.Fatalf("%d probes after %d puts", st.Probes, n)
+	}
+	if st.Switches != 0 {
+		t.Fatalf("switched away from striping over two equal rate-limited rails: %+v", st)
+	}
+	before := laneChunks(ep)
+	gateStream(t, nd, reg, gateEpochLen, func() bool { return false })
+	if after := laneChunks(ep); !chunksGrew(before, after) {
+		t.Fatalf("chunks per lane %v -> %v: not striped", before, after)
+	}
+	nd.quit(1)
+	nd.exitOK(1)
+}
