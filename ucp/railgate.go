@@ -88,18 +88,18 @@ type RailStats struct {
 
 // railGate is an endpoint's choice between striping and one rail.
 type railGate struct {
-	best    gateWay // the chosen way, outside probes
-	probing bool    // the current generation measures best.other()
-	gen     uint32  // the current generation; transfers carry it (0: none)
-	era     uint32  // counts resets; transfers carry it while busy counts them
-	started int     // transfers of a probe started
-	n       int     // completions of the current epoch
-	bytes   int64   // their bytes, after the first
-	t1      int64   // time of the first (ns)
-	busy    int     // transfers of this era started and not done
-	live    int     // those of them not held
-	idleAt  int64   // when busy last fell to 0 (ns; 0: busy)
-	idle    int64   // ns of the current epoch with nothing in flight
+	best    gateWay    // the chosen way, outside probes
+	probing bool       // the current generation measures best.other()
+	gen     uint32     // the current generation; transfers carry it (0: none)
+	era     uint32     // counts resets; transfers carry it while busy counts them
+	started int        // transfers of a probe started
+	n       int        // completions of the current epoch
+	bytes   int64      // their bytes, after the first
+	t1      int64      // time of the first (ns)
+	busy    int        // transfers of this era started and not done
+	live    int        // those of them not held
+	idleAt  int64      // when busy last fell to 0 (ns; 0: busy)
+	idle    int64      // ns of the current epoch with nothing in flight
 	rate    [2]float64 // the chosen way's: the best of hist; the other's: its last probe
 	hist    [3]float64 // the chosen way's last epochs' rates
 	hn      int
