@@ -18,10 +18,9 @@ import (
 // (gateMargin) than one rail: when the two are close, one rail costs
 // less CPU and leaves the other rails to other traffic.
 //
-// The chosen way's figure is the best of its last three epochs: a busy
-// host only ever slows a measurement down, so the best is the truest
-// of its capacity, and one epoch that the host's load slowed does not
-// hand the choice to a probe. A rate is bytes per second of busy time: from the first completion of
+// The chosen way's figure is the median of its last three epochs, so
+// that one epoch that the host's load slowed does not hand the choice
+// to a probe. A rate is bytes per second of busy time: from the first completion of
 // an epoch to its last, less the time in between when the endpoint had
 // no transfer of stripeMin bytes or more in flight (a program that
 // pauses between bursts does not make the way it paused on look slow).
@@ -55,6 +54,11 @@ const (
 	// rail's by this fraction, so that noise does not flip the choice
 	// and a tie goes to the way that costs less.
 	gateMargin = 0.10
+	// gateDecisive: a probe that moves this many times the chosen way's
+	// rate switches without a confirming probe.
+	gateDecisive = 1.5
+	// gateFirst is the way a gate starts with.
+	gateFirst = waySingle
 )
 
 // gateWay is how a transfer moves: striped over the rails or on the
@@ -100,7 +104,7 @@ type railGate struct {
 	live    int        // those of them not held
 	idleAt  int64      // when busy last fell to 0 (ns; 0: busy)
 	idle    int64      // ns of the current epoch with nothing in flight
-	rate    [2]float64 // the chosen way's: the best of hist; the other's: its last probe
+	rate    [2]float64 // the chosen way's: the median of hist; the other's: its last probe
 	hist    [3]float64 // the chosen way's last epochs' rates
 	hn      int
 	epochs  int  // epochs of best until the next probe
@@ -114,11 +118,11 @@ var gateClock = time.Now()
 
 func gateNow() int64 { return int64(time.Since(gateClock)) }
 
-// reset starts the gate over, striping, with a probe of one rail after
-// the first epoch (pickRails; lock held).
+// reset starts the gate over on gateFirst, with a probe of the other
+// way after the first epoch (pickRails; lock held).
 func (g *railGate) reset() {
 	gen, era, probes := g.gen+1, g.era+1, g.probes
-	*g = railGate{gen: gen, era: era, epochs: 1, every: 1, probes: probes}
+	*g = railGate{best: gateFirst, gen: gen, era: era, epochs: 1, every: 1, probes: probes}
 }
 
 // start tells the way of a transfer that is starting at now: its way,
@@ -196,7 +200,7 @@ func (g *railGate) done(gen, era uint32, size int, now int64) (switched, release
 	g.n, g.bytes, g.idle = 0, 0, 0
 	g.hist[g.hn%len(g.hist)] = rate
 	g.hn++
-	g.rate[g.best] = max(g.hist[0], g.hist[1], g.hist[2])
+	g.rate[g.best] = g.typical()
 	if g.epochs--; g.epochs <= 0 {
 		// probe: the transfers started from now on wait for those
 		// in flight to drain (done)
@@ -227,7 +231,7 @@ func (g *railGate) probeDone(size int, now int64) (switched, released bool) {
 		g.won = false
 		g.every = min(2*g.every, gateProbeMax)
 		g.epochs = g.every
-	case !g.won:
+	case !g.won && g.rate[o] < gateDecisive*g.rate[g.best]:
 		g.won = true
 		g.epochs = 1 // confirm
 	default:
@@ -239,6 +243,19 @@ func (g *railGate) probeDone(size int, now int64) (switched, released bool) {
 		switched = true
 	}
 	return switched, true
+}
+
+// typical is the median of the chosen way's last epochs' rates (the mean
+// of two while it has only two).
+func (g *railGate) typical() float64 {
+	h := g.hist
+	switch min(g.hn, len(h)) {
+	case 1:
+		return h[0]
+	case 2:
+		return (h[0] + h[1]) / 2
+	}
+	return max(min(h[0], h[1]), min(max(h[0], h[1]), h[2]))
 }
 
 // gateStart asks ep's gate how transfer r starts and marks r with the
