@@ -105,8 +105,9 @@
 // an equal share per rail go round robin, and the rendezvous key bundle
 // carries the key of each rail's memory domain. Striping is measured, not
 // assumed: the endpoint's rail gate compares the completion rates of
-// its transfers striped and on the RMA lane alone (the way not in use
-// is probed now and then with a few transfers) and stripes only while
+// its transfers striped and on the RMA lane alone (it starts on one
+// rail; the way not in use is probed with a few transfers after the
+// first 16 and now and then later) and stripes only while
 // that moves clearly more (rate-limited rails, a QP's window limiting
 // on a loaded host), else the transfers take one rail (rails that share
 // one busy CPU, or a much slower second rail); WorkerStats.Rails counts

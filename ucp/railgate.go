@@ -18,29 +18,35 @@ import (
 // (gateMargin) than one rail: when the two are close, one rail costs
 // less CPU and leaves the other rails to other traffic.
 //
-// The chosen way's figure is the median of its last three epochs, so
-// that one epoch that the host's load slowed does not hand the choice
-// to a probe. A rate is bytes per second of busy time: from the first completion of
-// an epoch to its last, less the time in between when the endpoint had
-// no transfer of stripeMin bytes or more in flight (a program that
-// pauses between bursts does not make the way it paused on look slow).
-// Each transfer striping could take (stripeMin bytes or more, on an
-// endpoint with rails) carries the generation of the measurement it was
-// started in; completions of older generations do not count, so the
-// transfers still in flight from before a switch do not mix with the
-// new way's figure. Epochs of the chosen way last gateEpochLen
-// completions. After the first epoch, and then every `every` epochs, a
-// probe starts gateProbeLen transfers the other way and holds the
-// transfers started after them (on the endpoint's stalled list, before
-// anything posted later) until the probe's transfers completed: then the
-// probe's rate is that of the other way alone, not shared with the
-// chosen way's traffic, and its cost is bounded by gateProbeLen
-// transfers (it runs to its end: transfers that move side by side
-// complete close together, so a part of it tells nothing). A probe that wins is confirmed by a second
-// probe one epoch later before the way switches, so that one probe that
-// a busy host's scheduling favoured does not move the traffic. The gap
-// between probes doubles, up to gateProbeMax epochs, while the chosen
-// way keeps winning, and falls back to gateProbeMin after a switch.
+// A gate starts on one rail (gateFirst). Epochs of the chosen way last
+// gateEpochLen completions; its figure is the median of its last three
+// epochs, so that one epoch that the host's load slowed does not hand
+// the choice to a probe. After the first epoch, and then every `every`
+// epochs, a probe starts gateProbeLen transfers the other way. The
+// probe's transfers wait until the chosen way's transfers in flight
+// have drained, and the transfers started after them wait (on the
+// endpoint's stalled list, before anything posted later) until the
+// probe's have completed: so the probe's rate is that of the other way
+// alone, timed from the drain to its last completion, and its cost is
+// bounded by gateProbeLen transfers. A probe runs to its end: transfers
+// that move side by side complete close together, so a part of it
+// tells nothing. A probe that wins by less than gateDecisive is
+// confirmed by a second probe one epoch later before the way switches,
+// so that one probe that a busy host's scheduling favoured does not
+// move the traffic. The gap between probes doubles, up to gateProbeMax
+// epochs, while the chosen way keeps winning, and falls back to
+// gateProbeMin after a switch.
+//
+// A rate is bytes per second of busy time: less the time when the
+// endpoint had no transfer of stripeMin bytes or more in flight (a
+// program that pauses between bursts does not make the way it paused
+// on look slow). Each transfer striping could take (stripeMin bytes or
+// more, on an endpoint with rails) carries the generation of the
+// measurement it was started in; completions of older generations do
+// not count, so the transfers still in flight from before a probe or a
+// switch do not mix with the new figure. Lanes chosen again (pickRails:
+// a failover, a lane restored) start the gate over, and transfers held
+// by a probe of the old gate go on.
 //
 // WorkerStats.Rails counts the transfers each way, the probes and the
 // switches; a switch is logged (debug) with both rates.
