@@ -111,7 +111,7 @@
 // that moves clearly more (rate-limited rails, a QP's window limiting
 // on a loaded host), else the transfers take one rail (rails that share
 // one busy CPU, or a much slower second rail); WorkerStats.Rails counts
-// its choices. All tag messages of one endpoint travel on
+// its choices, and Config.StripeAlways stripes without it. All tag messages of one endpoint travel on
 // one ordered lane and are matched on arrival, so messages with matching
 // tags are never overtaken, eager and rendezvous mixed. A message longer
 // than the receive buffer completes the receive with a *TruncatedError
@@ -310,6 +310,7 @@
 //	UCGO_FAILOVER=off|same|any    Config.Failover's Mode
 //	UCGO_NET_DEVICES=eth0,eth1    Config.NetDevices: rc on these netdevs ("all": every usable one)
 //	UCGO_MAX_RNDV_RAILS=2         Config.MaxRndvRails: rails a transfer is striped over (1: none)
+//	UCGO_STRIPE_ALWAYS=1          Config.StripeAlways: stripe without the rail gate
 //
 // # Configuration precedence
 //

@@ -2,10 +2,12 @@ package ucp
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/ucgo/ucgo/internal/netns"
+	"github.com/ucgo/ucgo/uct"
 )
 
 // gateRun feeds g the completions of transfers started through it, each
@@ -346,4 +348,32 @@ func TestRailsGateEqualRails(t *testing.T) {
 	}
 	nd.quit(1)
 	nd.exitOK(1)
+}
+
+// UCGO_STRIPE_ALWAYS sets Config.StripeAlways; a bad value is an error.
+func TestEnvStripeAlways(t *testing.T) {
+	for v, want := range map[string]bool{"1": true, "false": false, "": false} {
+		ctx, err := newContext(Config{Transports: builtinTransports()[:1]}, func(k string) string {
+			if k == EnvStripeAlways {
+				return v
+			}
+			return ""
+		})
+		if err != nil {
+			t.Fatalf("%s=%q: %v", EnvStripeAlways, v, err)
+		}
+		if got := ctx.Config().StripeAlways; got != want {
+			t.Errorf("%s=%q: StripeAlways %v, want %v", EnvStripeAlways, v, got, want)
+		}
+		ctx.Close()
+	}
+	_, err := newContext(Config{}, func(k string) string {
+		if k == EnvStripeAlways {
+			return "maybe"
+		}
+		return ""
+	})
+	if !errors.Is(err, uct.ErrInvalidParam) {
+		t.Fatalf("%s=maybe: %v, want %v", EnvStripeAlways, err, uct.ErrInvalidParam)
+	}
 }

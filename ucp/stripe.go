@@ -28,6 +28,9 @@ import (
 // EnvMaxRndvRails sets Config.MaxRndvRails.
 const EnvMaxRndvRails = "UCGO_MAX_RNDV_RAILS"
 
+// EnvStripeAlways sets Config.StripeAlways.
+const EnvStripeAlways = "UCGO_STRIPE_ALWAYS"
+
 // defaultMaxRndvRails is Config.MaxRndvRails' default.
 const defaultMaxRndvRails = 2
 
