@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ucgo/ucgo/failover"
 	"github.com/ucgo/ucgo/internal/netns"
 	"github.com/ucgo/ucgo/uct"
 )
@@ -376,4 +377,73 @@ func TestEnvStripeAlways(t *testing.T) {
 	if !errors.Is(err, uct.ErrInvalidParam) {
 		t.Fatalf("%s=maybe: %v, want %v", EnvStripeAlways, err, uct.ErrInvalidParam)
 	}
+}
+
+// Two rails at 100 Mbit/s with failover on: while the gate probes one
+// rail (transfers held for the drain or for the probe's end), the RMA
+// lane's rail goes down. The transfers move to the other rail, the held
+// ones go on, every Put completes and the data arrive intact.
+func TestRailsGateRailDown(t *testing.T) {
+	t.Setenv(epTimeoutEnv, "2s")
+	rails, err := netns.NewRails(t, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limitRail(t, rails, 0, 100)
+	limitRail(t, rails, 1, 100)
+	cfg := Config{Failover: failover.DefaultPolicy()}
+	cfg.Failover.Mode = failover.AnyTransport
+	nd := railsWorldOn(t, rails, "rma", cfg, EnvErrMode+"=peer", EnvFailover+"=any")
+	ep := nd.eps[1]
+	if len(ep.rails) != 2 {
+		t.Fatalf("rails %v, want 2", ep.rails)
+	}
+	down := -1
+	for i := range rails.A {
+		for li := range ep.lanes {
+			if li == ep.rails[0] && ep.lanes[li].wi.attr.Device == rails.A[i].Link() {
+				down = i
+			}
+		}
+	}
+	if down < 0 {
+		t.Fatal("no rail carries the RMA lane")
+	}
+	reg := recvKeys(t, nd, 1)[0]
+	deadline := time.Now().Add(40 * time.Second)
+	probing := func() bool {
+		if nd.w.Stats().Rails.Switches > 0 && ep.gate.best == wayStripe && ep.gate.probing {
+			return true
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no probe of one rail while striping: %+v", nd.w.Stats().Rails)
+		}
+		return false
+	}
+	n := gateStream(t, nd, reg, 4000, func() bool {
+		if !probing() {
+			return false
+		}
+		if err := rails.A[down].SetLink(false); err != nil {
+			t.Fatal(err)
+		}
+		return true
+	})
+	st := nd.w.Stats()
+	t.Logf("rail %d down during a probe after %d puts: %+v", down, n, st.Rails)
+	// gateStream fails the test if a Put fails
+	gateStream(t, nd, reg, 2*gateEpochLen, func() bool { return false })
+	if st2 := nd.w.Stats(); st2.FailedOver == 0 || ep.Err() != nil {
+		t.Fatalf("failed over %d times, endpoint error %v", st2.FailedOver, ep.Err())
+	}
+	if !ep.stalled.empty() {
+		t.Fatal("transfers still held after the failover")
+	}
+	back := make([]byte, 256<<10)
+	nd.must(nd.wait(ep.Get(back, reg.addr, reg.key, nil)))
+	if !bytes.Equal(back, pattern(256<<10, 9)) {
+		t.Fatal("get back: content differs")
+	}
+	nd.quit(1)
+	nd.exitOK(1)
 }
