@@ -95,7 +95,8 @@ type RailStats struct {
 	// started striped over the rails or on one rail.
 	Striped, Single uint64
 	// Probes counts the probes of the way not chosen; Switches the
-	// probes that won, confirmed, and changed the way.
+	// probes that changed the way (a decisive win, or a win that a
+	// second probe confirmed).
 	Probes, Switches uint64
 }
 
@@ -191,7 +192,7 @@ func (g *railGate) done(gen, era uint32, size int, now int64) (switched, release
 			released = true
 		}
 	}
-	if gen == 0 || gen != g.gen {
+	if gen == 0 || gen != g.gen || era != g.era {
 		return false, released
 	}
 	if g.probing {
