@@ -144,19 +144,15 @@ func TestRailGateProbeHolds(t *testing.T) {
 	var now int64
 	const size = 1 << 20
 	// four in flight at the end of the first epoch
-	type xfer struct {
-		gen  uint32
-		hold bool
-	}
-	var old []xfer
+	var old []uint32 // their generations
 	for i := 0; i < 4; i++ {
 		_, gen, _ := g.start(now)
-		old = append(old, xfer{gen: gen})
+		old = append(old, gen)
 	}
 	gateRun(&g, gateEpochLen-3, size, [2]int64{1000, 1000}, &now)
-	for _, x := range old[:3] {
+	for _, gen := range old[:3] {
 		now += 1000
-		g.done(x.gen, g.era, size, now)
+		g.done(gen, g.era, size, now)
 	}
 	if !g.probing {
 		t.Fatal("no probe after the first epoch")
@@ -175,7 +171,7 @@ func TestRailGateProbeHolds(t *testing.T) {
 	// the last old one completes much later: the drain releases the
 	// probe, whose clock starts there
 	now += 1e6
-	if _, rel := g.done(old[3].gen, g.era, size, now); !rel || g.t1 != now {
+	if _, rel := g.done(old[3], g.era, size, now); !rel || g.t1 != now {
 		t.Fatalf("drained: released %v t1 %d now %d", rel, g.t1, now)
 	}
 	for range probe {
