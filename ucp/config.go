@@ -129,6 +129,10 @@ type Config struct {
 	// transfers are striped, like UCX_MAX_RNDV_RAILS; 0 picks 2, 1 turns
 	// striping off.
 	MaxRndvRails int
+	// StripeAlways stripes every transfer striping can take, as UCX
+	// does, instead of letting each endpoint's rail gate measure whether
+	// striping moves more than one rail (railgate.go).
+	StripeAlways bool
 
 	// RcacheMax bounds the bytes of unused rendezvous registrations a
 	// worker keeps cached (each keeps its buffer alive); 0 picks 64 MiB.
@@ -353,6 +357,13 @@ func readEnv(cfg *Config, getenv func(string) string) error {
 			return bad(EnvThreadSafe, v, err)
 		}
 		cfg.ThreadSafe = b
+	}
+	if v := getenv(EnvStripeAlways); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return bad(EnvStripeAlways, v, err)
+		}
+		cfg.StripeAlways = b
 	}
 	return nil
 }

@@ -103,7 +103,15 @@
 // stripes rendezvous data and Put and Get transfers from 64 KiB over up
 // to Config.MaxRndvRails of them (UCX_MAX_RNDV_RAILS): chunks of at most
 // an equal share per rail go round robin, and the rendezvous key bundle
-// carries the key of each rail's memory domain. All tag messages of one endpoint travel on
+// carries the key of each rail's memory domain. Striping is measured, not
+// assumed: the endpoint's rail gate compares the completion rates of
+// its transfers striped and on the RMA lane alone (it starts on one
+// rail; the way not in use is probed with a few transfers after the
+// first 16 and now and then later) and stripes only while
+// that moves clearly more (rate-limited rails, a QP's window limiting
+// on a loaded host), else the transfers take one rail (rails that share
+// one busy CPU, or a much slower second rail); WorkerStats.Rails counts
+// its choices, and Config.StripeAlways stripes without it. All tag messages of one endpoint travel on
 // one ordered lane and are matched on arrival, so messages with matching
 // tags are never overtaken, eager and rendezvous mixed. A message longer
 // than the receive buffer completes the receive with a *TruncatedError
@@ -302,6 +310,7 @@
 //	UCGO_FAILOVER=off|same|any    Config.Failover's Mode
 //	UCGO_NET_DEVICES=eth0,eth1    Config.NetDevices: rc on these netdevs ("all": every usable one)
 //	UCGO_MAX_RNDV_RAILS=2         Config.MaxRndvRails: rails a transfer is striped over (1: none)
+//	UCGO_STRIPE_ALWAYS=1          Config.StripeAlways: stripe without the rail gate
 //
 // # Configuration precedence
 //

@@ -92,6 +92,11 @@ type Request struct {
 	xlane  int
 	xput   bool
 	stripe *stripe // a transfer striped over rails (stripe.go)
+	// the rail gate's generation the transfer counts in, the gate's
+	// era while it counts as in flight there, and that it waits for a
+	// probe to end (railgate.go)
+	gateGen, gateEra uint32
+	gateHold         bool
 	// failover (replay.go): the whole transfer, and that it must move
 	// to another lane once its chunks have reported
 	xall  []byte

@@ -131,6 +131,10 @@ func (w *Worker) chunkMax(ln *lane, put bool) int {
 // postChunks posts the chunks of r's transfer from r.xoff on (lock held);
 // see startChunks.
 func (w *Worker) postChunks(r *Request) {
+	if r.gateHold && w.gateHeld(r) {
+		w.holdChunks(r)
+		return
+	}
 	if r.stripe != nil {
 		w.postStripe(r)
 		return
@@ -220,6 +224,9 @@ func (w *Worker) resumeStalled(ep *Endpoint) (int, bool) {
 // finishChunks finishes r after its chunks completed with err (lock
 // held).
 func (w *Worker) finishChunks(r *Request, err error) {
+	if r.gateEra != 0 {
+		w.gateDone(r)
+	}
 	if ep := r.ep; ep != nil && ep.fo != nil && r.xall != nil {
 		if (r.xredo || err != nil) && w.chunkRetry(r, err) {
 			return // moving again on another lane

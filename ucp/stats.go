@@ -35,6 +35,10 @@ type WorkerStats struct {
 
 	// Probes counts the per-lane probes of failover (probe.go).
 	Probes ProbeStats
+
+	// Rails counts the rail gate's choices between striping and one
+	// rail (railgate.go).
+	Rails RailStats
 }
 
 // DropCounts counts dropped messages by kind.

@@ -28,6 +28,9 @@ import (
 // EnvMaxRndvRails sets Config.MaxRndvRails.
 const EnvMaxRndvRails = "UCGO_MAX_RNDV_RAILS"
 
+// EnvStripeAlways sets Config.StripeAlways.
+const EnvStripeAlways = "UCGO_STRIPE_ALWAYS"
+
 // defaultMaxRndvRails is Config.MaxRndvRails' default.
 const defaultMaxRndvRails = 2
 
@@ -46,6 +49,7 @@ type epRails struct {
 	// regWis are those ifaces.
 	regMore uint32
 	regWis  []*wiface
+	gate    railGate // striping or one rail (railgate.go)
 }
 
 // stripe is a striped transfer in flight.
@@ -63,6 +67,10 @@ type stripe struct {
 // registered with (lock held; pickLanes).
 func (ep *Endpoint) pickRails() {
 	ep.rails, ep.regMore, ep.regWis = ep.rails[:0], 0, ep.regWis[:0]
+	ep.gate.reset()
+	if !ep.stalled.empty() {
+		ep.w.toBacklog(ep) // transfers held by a probe go on
+	}
 	if ep.rmaLane < 0 {
 		return
 	}
@@ -137,7 +145,7 @@ func (e *regEntry) closeMems() error {
 // ep's rails, with the keys of the peer's bundle rkey; false leaves it to
 // one lane (lock held).
 func (w *Worker) stripeRndv(r *Request, ep *Endpoint, put bool, buf []byte, raddr uint64, rkey []byte) bool {
-	if len(ep.rails) < 2 || len(buf) < stripeMin {
+	if len(ep.rails) < 2 || len(buf) < stripeMin || !w.gateStart(r, ep) {
 		return false
 	}
 	st := &stripe{r: r}
@@ -155,7 +163,7 @@ func (w *Worker) stripeRndv(r *Request, ep *Endpoint, put bool, buf []byte, radd
 // stripeRMA stripes Put or Get r over ep's rails (lock held); false leaves
 // it to one lane.
 func (w *Worker) stripeRMA(r *Request, ep *Endpoint) bool {
-	if len(ep.rails) < 2 || len(r.buf) < stripeMin {
+	if len(ep.rails) < 2 || len(r.buf) < stripeMin || !w.gateStart(r, ep) {
 		return false
 	}
 	st := &stripe{r: r}
@@ -194,7 +202,7 @@ func (w *Worker) startStripe(r *Request, st *stripe, put bool, buf []byte, raddr
 	}
 	r.comp.Count = 1 + int32(st.n)
 	r.comp.Status = nil
-	w.postStripe(r)
+	w.postChunks(r)
 	return true
 }
 

@@ -62,7 +62,9 @@ func init() {
 // Besides MB/s it reports this side's rc retransmits, drops, timeouts
 // (local ACK timeouts and READ retries) and engine passes run by the
 // devices' background goroutines (wdruns: the owner had left a device
-// alone for a watchdog interval) per operation. On a shared
+// alone for a watchdog interval) per operation, and where this side
+// stripes, what the rail gate chose (railgate.go): the share of
+// transfers on one rail (single/op) and its switches. On a shared
 // machine compare one rail and two in alternating runs (go test -count
 // repeats each sub-benchmark back to back), for example:
 //
@@ -116,7 +118,7 @@ func benchRails(b *testing.B, op string, mbit, rails int) {
 	if got := len(nd.eps[1].rails); got != map[int]int{1: 0, 2: 2}[rails] {
 		b.Fatalf("%d rails striped, want %d", got, rails)
 	}
-	before := rcCounters(nd.ctx)
+	before, gate := rcCounters(nd.ctx), nd.w.Stats().Rails
 	if op == "tag" {
 		benchTagBandwidth(b, nd, bwSize, railsWindow)
 	} else {
@@ -127,6 +129,13 @@ func benchRails(b *testing.B, op string, mbit, rails int) {
 	b.ReportMetric(float64(after.RxDropped+after.TxDropped-before.RxDropped-before.TxDropped)/float64(b.N), "drops/op")
 	b.ReportMetric(float64(after.WatchdogRuns-before.WatchdogRuns)/float64(b.N), "wdruns/op")
 	b.ReportMetric(float64(after.Timeouts-before.Timeouts+after.ReadRetries-before.ReadRetries)/float64(b.N), "timeouts/op")
+	// the rail gate's choices on this side: the share of the transfers
+	// it put on one rail (probes and switches to one rail) and its
+	// switches
+	if g := nd.w.Stats().Rails; g.Striped+g.Single > gate.Striped+gate.Single {
+		b.ReportMetric(float64(g.Single-gate.Single)/float64(g.Striped+g.Single-gate.Striped-gate.Single), "single/op")
+		b.ReportMetric(float64(g.Switches-gate.Switches), "switches")
+	}
 }
 
 // rcCounters sums the packet counters of the context's rc devices.

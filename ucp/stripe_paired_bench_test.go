@@ -41,8 +41,13 @@ import (
 // retransmits and timeouts (local ACK timeouts and READ retries) per
 // transfer. sendmmsg/op, recv/op and recv-empty/op count each pair's
 // send calls, receive calls that found data and receive calls that found
-// the socket empty on this side per transfer. b.N counts the transfers
-// of each pair.
+// the socket empty on this side per transfer; stalls/op the transfers
+// whose chunks the lanes refused for lack of resources (they waited on
+// the stalled list) per transfer. single/op, probes and switches are
+// the two-rail pair's rail gate on this side (railgate.go; put and get:
+// a tag transfer's data is moved by the receiver): the share of its
+// transfers on one rail, its probes and its switches. b.N counts the
+// transfers of each pair.
 //
 //	go test -c -o /tmp/ucp.test ./ucp && for i in 1 2 3 4 5; do
 //	  /tmp/ucp.test -test.run '^$' -test.bench 'BenchmarkRailsPaired/put/unlimited$' -test.benchtime 3s
@@ -402,6 +407,8 @@ func benchRailsPaired(b *testing.B, op string, mbit int) {
 		b.Fatalf("one-rail pair stripes over %d rails", got)
 	}
 	before := [2]verbs.Counters{rcCounters(pairs[0].ctx), rcCounters(pairs[1].ctx)}
+	gate := pairs[1].w.Stats().Rails
+	stalls := [2]int{pairs[0].w.chunkStalls, pairs[1].w.chunkStalls}
 	b.ReportAllocs()
 	b.ResetTimer()
 	var ratios []float64
@@ -437,6 +444,15 @@ func benchRailsPaired(b *testing.B, op string, mbit int) {
 		b.ReportMetric(float64(c.TxCalls-o.TxCalls)/float64(b.N), "sendmmsg/op-"+name)
 		b.ReportMetric(float64(c.RxCalls-o.RxCalls-(c.RxEmpty-o.RxEmpty))/float64(b.N), "recv/op-"+name)
 		b.ReportMetric(float64(c.RxEmpty-o.RxEmpty)/float64(b.N), "recv-empty/op-"+name)
+		b.ReportMetric(float64(pairs[k].w.chunkStalls-stalls[k])/float64(b.N), "stalls/op-"+name)
+	}
+	// the rail gate's choices on this side (put and get; a tag
+	// transfer's data is moved by the receiver): the share of the
+	// transfers it put on one rail, its probes and switches
+	if g := pairs[1].w.Stats().Rails; g.Striped+g.Single > gate.Striped+gate.Single {
+		b.ReportMetric(float64(g.Single-gate.Single)/float64(g.Striped+g.Single-gate.Striped-gate.Single), "single/op")
+		b.ReportMetric(float64(g.Probes-gate.Probes), "probes")
+		b.ReportMetric(float64(g.Switches-gate.Switches), "switches")
 	}
 	if pairs[0].checks == 0 || pairs[1].checks == 0 {
 		b.Fatal("no block was checked")

@@ -21,6 +21,11 @@ func laneChunks(ep *Endpoint) []uint64 {
 	return out
 }
 
+// stripeAlways, in the environment of both sides, turns the rail gate
+// off: the tests of striping itself stripe every transfer from
+// stripeMin.
+const stripeAlways = EnvStripeAlways + "=1"
+
 // chunksGrew reports whether every lane carried more chunks than before.
 func chunksGrew(before, after []uint64) bool {
 	for i := range after {
@@ -41,7 +46,7 @@ func TestRailsStripeRndv(t *testing.T) {
 	}{{"get", 0}, {"put", 0}, {"get", 1}} {
 		t.Run(c.scheme+"/rails="+string(rune('0'+c.rails)), func(t *testing.T) {
 			cfg := Config{MaxRndvRails: c.rails}
-			env := []string{EnvRndvScheme + "=" + c.scheme}
+			env := []string{EnvRndvScheme + "=" + c.scheme, stripeAlways}
 			if c.rails != 0 {
 				env = append(env, EnvMaxRndvRails+"=1")
 			}
@@ -77,7 +82,7 @@ func TestRailsStripeRndv(t *testing.T) {
 // Two rails: large Put and Get are striped over both lanes with each
 // lane's key of the peer's registration, and move the right bytes.
 func TestRailsStripeRMA(t *testing.T) {
-	nd, _ := railsWorld(t, 2, "rma", Config{})
+	nd, _ := railsWorld(t, 2, "rma", Config{}, stripeAlways)
 	ep := nd.eps[1]
 	keys := recvKeys(t, nd, 1)
 	reg := keys[0]
@@ -145,7 +150,7 @@ func stripeRailDown(t *testing.T, mode string) {
 		cfg.Failover = failover.DefaultPolicy()
 		cfg.Failover.Mode = failover.AnyTransport
 	}
-	nd := railsWorldOn(t, rails, "rma", cfg, EnvErrMode+"=peer", EnvFailover+"="+mode)
+	nd := railsWorldOn(t, rails, "rma", cfg, EnvErrMode+"=peer", EnvFailover+"="+mode, stripeAlways)
 	ep := nd.eps[1]
 	keys := recvKeys(t, nd, 1)
 	reg := keys[0]
@@ -194,7 +199,7 @@ func stripeRailDown(t *testing.T, mode string) {
 // over both, driven from several goroutines at once.
 func TestThreadSafeRails(t *testing.T) {
 	cfg := Config{ErrorMode: ErrorModePeer, KeepaliveInterval: -1, ThreadSafe: true}
-	nd, _ := railsWorld(t, 2, "mt", cfg, EnvErrMode+"=peer", EnvThreadSafe+"=1")
+	nd, _ := railsWorld(t, 2, "mt", cfg, EnvErrMode+"=peer", EnvThreadSafe+"=1", stripeAlways)
 	before := laneChunks(nd.eps[1])
 	threadSafeTraffic(t, nd)
 	if after := laneChunks(nd.eps[1]); !chunksGrew(before, after) {

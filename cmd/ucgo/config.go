@@ -76,6 +76,7 @@ var variables = []variable{
 		return strings.Join(c.NetDevices, ",")
 	}},
 	{ucp.EnvMaxRndvRails, func(c ucp.Config) string { return orAuto(c.MaxRndvRails, "2") }},
+	{ucp.EnvStripeAlways, func(c ucp.Config) string { return fmt.Sprint(c.StripeAlways) }},
 }
 
 // printConfig prints every variable ucgo reads with its effective value

@@ -43,6 +43,7 @@ func TestInfoConfig(t *testing.T) {
 	t.Setenv("UCGO_RNDV_THRESH", "16k")
 	t.Setenv("UCGO_TSL", "rc")
 	t.Setenv("UCGO_PMI", "")
+	t.Setenv("UCGO_STRIPE_ALWAYS", "1")
 	out := info(t, "-c")
 	for _, want := range []string{
 		"UCGO_ERR_MODE            peer ", "environment (UCGO_ERR_MODE=peer)",
@@ -53,6 +54,9 @@ func TestInfoConfig(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	if !regexp.MustCompile(`(?m)^  UCGO_STRIPE_ALWAYS +true +environment \(UCGO_STRIPE_ALWAYS=1\)$`).MatchString(out) {
+		t.Errorf("UCGO_STRIPE_ALWAYS not shown as set:\n%s", out)
 	}
 	if !regexp.MustCompile(`(?m)^  UCGO_THREAD_SAFE +false +default$`).MatchString(out) {
 		t.Errorf("UCGO_THREAD_SAFE not shown as a default:\n%s", out)
