@@ -103,7 +103,11 @@
 // stripes rendezvous data and Put and Get transfers from 64 KiB over up
 // to Config.MaxRndvRails of them (UCX_MAX_RNDV_RAILS): chunks of at most
 // an equal share per rail go round robin, and the rendezvous key bundle
-// carries the key of each rail's memory domain. All tag messages of one endpoint travel on
+// carries the key of each rail's memory domain. A transfer that finds
+// every rail with at least its own size of the endpoint's transfers in
+// flight goes whole on the least loaded rail instead: the rails stay
+// busy, and it costs the CPU what it costs on one lane (one request and
+// one completion, not one per rail). All tag messages of one endpoint travel on
 // one ordered lane and are matched on arrival, so messages with matching
 // tags are never overtaken, eager and rendezvous mixed. A message longer
 // than the receive buffer completes the receive with a *TruncatedError

@@ -92,6 +92,10 @@ type Request struct {
 	xlane  int
 	xput   bool
 	stripe *stripe // a transfer striped over rails (stripe.go)
+	// a transfer a rail took whole (stripe_load.go): the lane and the
+	// bytes counted in its load (0: none)
+	wlane  int
+	wbytes int
 	// failover (replay.go): the whole transfer, and that it must move
 	// to another lane once its chunks have reported
 	xall  []byte
