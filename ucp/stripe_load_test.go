@@ -5,6 +5,40 @@ import (
 	"testing"
 )
 
+// rndvBurst* shape the rndvburst role's messages: rndvBurstN
+// rendezvous messages of rndvBurstSize bytes, all in flight at once.
+const (
+	rndvBurstN    = 8
+	rndvBurstSize = 256 << 10
+	tagBurstGo    = 0x7f0
+	tagBurst      = 0x7f1
+	tagBurstSent  = 0x7f2
+)
+
+func init() {
+	// rndvburst: on a tagBurstGo message send rank 0 rndvBurstN messages
+	// of rndvBurstSize bytes (message i: pattern seed i+1), all in
+	// flight at once, and a one-byte tagBurstSent message behind them,
+	// then wait for tagQuit.
+	childRoles["rndvburst"] = func(nd *node) error {
+		if err := nd.wait(nd.w.TagRecv(nil, mkTag(0, tagBurstGo), exact, nil)); err != nil {
+			return err
+		}
+		var reqs []*Request
+		for i := 0; i < rndvBurstN; i++ {
+			reqs = append(reqs, nd.eps[0].TagSend(pattern(rndvBurstSize, byte(i+1)), mkTag(nd.rank, tagBurst), nil))
+		}
+		// behind the announcements on the ordered tag lane
+		reqs = append(reqs, nd.eps[0].TagSend([]byte{1}, mkTag(nd.rank, tagBurstSent), nil))
+		for _, r := range reqs {
+			if err := nd.wait(r); err != nil {
+				return err
+			}
+		}
+		return nd.waitQuit()
+	}
+}
+
 // laneLoads returns, for each of ep's lanes, the transfers it took whole
 // as a rail and the bytes counted in flight on it.
 func laneLoads(ep *Endpoint) (wholes []uint64, xbytes []int) {
@@ -76,6 +110,58 @@ func TestRailsBusyRailTakesWhole(t *testing.T) {
 	}
 	if after := laneChunks(ep); !chunksGrew(before, after) {
 		t.Fatalf("lone get: chunks per lane %v -> %v, want both rails", before, after)
+	}
+	nd.quit(1)
+	nd.exitOK(1)
+}
+
+// Two rails, rendezvous GETs: rndvBurstN announced messages, received
+// with no progress in between, make the receiver's GETs pile up on both
+// rails: the first two find a rail with less than their size in flight
+// and are striped, the others go whole, alternating between the rails,
+// with the rail's key of the sender's bundle. Every message arrives
+// intact and the loads return to zero.
+func TestRailsBusyRailTakesWholeRndv(t *testing.T) {
+	nd, _ := railsWorld(t, 2, "rndvburst", Config{})
+	ep := nd.eps[1]
+	if len(ep.rails) != 2 {
+		t.Fatalf("rails %v, want 2", ep.rails)
+	}
+	nd.must(nd.wait(ep.TagSend(nil, mkTag(0, tagBurstGo), nil)))
+	// once the message sent behind them is here, so are the
+	// announcements, waiting unexpected
+	var one [1]byte
+	nd.must(nd.wait(nd.w.TagRecv(one[:], mkTag(1, tagBurstSent), exact, nil)))
+	chunks0 := laneChunks(ep)
+	wholes0, _ := laneLoads(ep)
+	bufs := make([][]byte, rndvBurstN)
+	reqs := make([]*Request, rndvBurstN)
+	for i := range reqs {
+		bufs[i] = make([]byte, rndvBurstSize)
+		reqs[i] = nd.w.TagRecv(bufs[i], mkTag(1, tagBurst), exact, nil)
+	}
+	chunks1 := laneChunks(ep)
+	wholes1, _ := laneLoads(ep)
+	for _, li := range ep.rails {
+		if got := chunks1[li] - chunks0[li]; got != 2 {
+			t.Errorf("lane %d: %d chunks of striped GETs, want 2 (chunks %v -> %v)", li, got, chunks0, chunks1)
+		}
+		if got := wholes1[li] - wholes0[li]; got != 3 {
+			t.Errorf("lane %d: %d whole GETs, want 3 (wholes %v -> %v)", li, got, wholes0, wholes1)
+		}
+	}
+	for i, r := range reqs {
+		nd.must(nd.wait(r))
+		// messages with one tag from one sender match in order
+		if !bytes.Equal(bufs[i], pattern(rndvBurstSize, byte(i+1))) {
+			t.Fatalf("message %d: content differs", i)
+		}
+	}
+	_, load := laneLoads(ep)
+	for _, li := range ep.rails {
+		if load[li] != 0 {
+			t.Errorf("lane %d: %d bytes in flight after every message arrived, want none", li, load[li])
+		}
 	}
 	nd.quit(1)
 	nd.exitOK(1)
