@@ -87,6 +87,9 @@ func (w *Worker) completeDeep(r *Request) {
 		r.ukey.c.put(r.ukey)
 		r.ukey = nil
 	}
+	if r.wbytes != 0 || r.stripe != nil {
+		w.railUnload(r)
+	}
 	if r.stripe != nil {
 		w.stripeDone(r)
 	}

@@ -107,11 +107,16 @@
 // assumed: the endpoint's rail gate compares the completion rates of
 // its transfers striped and on the RMA lane alone (it starts on one
 // rail; the way not in use is probed with a few transfers after the
-// first 16 and now and then later) and stripes only while
-// that moves clearly more (rate-limited rails, a QP's window limiting
-// on a loaded host), else the transfers take one rail (rails that share
-// one busy CPU, or a much slower second rail); WorkerStats.Rails counts
-// its choices, and Config.StripeAlways stripes without it. All tag messages of one endpoint travel on
+// first 16 and now and then later) and stripes only while that moves
+// clearly more (rate-limited rails, a QP's window limiting on a loaded
+// host), else the transfers take one rail (rails that share one busy
+// CPU, or a much slower second rail); WorkerStats.Rails counts its
+// choices, and Config.StripeAlways stripes without it. While striping, a
+// transfer that finds every rail with at least its own size of the
+// endpoint's transfers in flight goes whole on the least loaded rail
+// instead: the rails stay busy, and it costs the CPU what it costs on
+// one lane (one request and one completion, not one per rail). All tag
+// messages of one endpoint travel on
 // one ordered lane and are matched on arrival, so messages with matching
 // tags are never overtaken, eager and rendezvous mixed. A message longer
 // than the receive buffer completes the receive with a *TruncatedError

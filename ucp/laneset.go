@@ -56,6 +56,8 @@ type laneInfo struct {
 	nicDown, rnicDown bool
 
 	chunks uint64 // chunks of striped transfers posted on the lane (stripe.go)
+	wholes uint64 // transfers the lane took whole as a rail (stripe_load.go)
+	xbytes int    // bytes of the endpoint's transfers in flight on the lane as a rail (stripe_load.go)
 }
 
 // railIface fills wi's ifaceRail before wi joins w.ifaces (NewWorker, in

@@ -97,6 +97,10 @@ type Request struct {
 	// probe to end (railgate.go)
 	gateGen, gateEra uint32
 	gateHold         bool
+	// a transfer a rail took whole (stripe_load.go): the lane and the
+	// bytes counted in its load (0: none)
+	wlane  int
+	wbytes int
 	// failover (replay.go): the whole transfer, and that it must move
 	// to another lane once its chunks have reported
 	xall  []byte

@@ -14,6 +14,8 @@ import (
 // on rail j mod n. Each rail's chunks report into a completion of the
 // rail's own, so a failed chunk names its lane (Request.xlane) for
 // laneFault; the request finishes once every rail's chunks completed.
+// While every rail is busy with the endpoint's transfers, a transfer
+// goes whole on the least loaded rail instead (stripe_load.go).
 //
 // The keys must be valid on every rail: a rendezvous registration of an
 // endpoint with rails (or with failover on and several lanes) is made with
@@ -61,6 +63,7 @@ type stripe struct {
 	keys  [maxStripe]uct.RKey
 	ukeys [maxStripe]*keyEntry // unpacked rendezvous keys to release
 	comps [maxStripe]uct.Completion
+	acct  [maxStripe]int // bytes counted in each rail's load (stripe_load.go)
 }
 
 // pickRails finds ep's rails and the domains rendezvous buffers are
@@ -177,20 +180,26 @@ func (w *Worker) stripeRMA(r *Request, ep *Endpoint) bool {
 }
 
 // startStripe starts the striped transfer st of r, if it has two rails
-// with keys; otherwise it releases st's keys and reports false (lock
-// held).
+// with keys, or the whole transfer on one of them when every rail is
+// busy (wholeRail); otherwise it releases st's keys and reports false
+// (lock held).
 func (w *Worker) startStripe(r *Request, st *stripe, put bool, buf []byte, raddr uint64) bool {
 	if st.n < 2 {
 		st.release()
 		return false
 	}
 	ep := r.ep
+	if k := ep.wholeRail(st, len(buf)); k >= 0 {
+		w.takeWhole(r, st, k, put, buf, raddr)
+		return true
+	}
 	st.chunk = (len(buf) + st.n - 1) / st.n
 	for k := 0; k < st.n; k++ {
 		st.chunk = min(st.chunk, w.chunkMax(&ep.lanes[st.lanes[k]], put))
 		k := k
 		st.comps[k] = uct.Completion{Count: 1, Func: func(c *uct.Completion) { w.railDone(st, k, c) }}
 	}
+	st.load(ep, len(buf))
 	r.stripe = st
 	r.xc = &r.comp // the rails' completions report into it
 	r.xbuf, r.xoff, r.xraddr, r.xkey, r.xlane, r.xput = buf, 0, raddr, nil, st.lanes[0], put
@@ -340,6 +349,7 @@ func (r *Request) usesLane(li int) bool {
 // unstripe ends r's striping before its transfer starts again on one
 // lane, every chunk of the striped one having reported (lock held).
 func (w *Worker) unstripe(r *Request) {
+	r.stripe.unload(r.ep)
 	r.stripe.release()
 	r.stripe = nil
 }
