@@ -232,11 +232,15 @@ func limitRail(t *testing.T, rails *netns.Rails, i, mbit int) {
 	}
 }
 
-// gateStream puts 256 KiB buffers to the peer's registered memory, 8 in
-// flight, until done reports true or n were put; it returns how many.
+// gatePutSize is the size of gateStream's Puts: 8 of them fill the rma
+// role's 1 MiB region.
+const gatePutSize = 128 << 10
+
+// gateStream puts gatePutSize buffers to the peer's registered memory, 8
+// in flight, until done reports true or n were put; it returns how many.
 func gateStream(t *testing.T, nd *node, reg remoteMem, n int, done func() bool) int {
 	ep := nd.eps[1]
-	buf := pattern(256<<10, 9)
+	buf := pattern(gatePutSize, 9)
 	var win [8]*Request
 	i := 0
 	for ; i < n && !done(); i++ {
@@ -245,7 +249,9 @@ func gateStream(t *testing.T, nd *node, reg remoteMem, n int, done func() bool) 
 			nd.must(nd.wait(win[k]))
 			win[k].Release()
 		}
-		win[k] = ep.Put(buf, reg.addr, reg.key, nil)
+		// each slot of the window has its own place in the peer's
+		// region: Puts in flight together may go on different rails
+		win[k] = ep.Put(buf, reg.addr+uint64(k*gatePutSize), reg.key, nil)
 	}
 	for _, r := range win {
 		if r != nil {
@@ -306,9 +312,9 @@ func TestRailsGateSlowRail(t *testing.T) {
 		t.Fatalf("striped chunks per lane %v -> %v, transfers on one rail %d -> %d: the slow lane %d still carries transfers",
 			before, after, st.Single, st2.Single, slow)
 	}
-	back := make([]byte, 256<<10)
-	nd.must(nd.wait(ep.Get(back, reg.addr, reg.key, nil)))
-	if !bytes.Equal(back, pattern(256<<10, 9)) {
+	back := make([]byte, gatePutSize)
+	nd.must(nd.wait(ep.Get(back, reg.addr+gatePutSize, reg.key, nil)))
+	if !bytes.Equal(back, pattern(gatePutSize, 9)) {
 		t.Fatal("get back: content differs")
 	}
 	nd.quit(1)
@@ -435,9 +441,9 @@ func TestRailsGateRailDown(t *testing.T) {
 	if !ep.stalled.empty() {
 		t.Fatal("transfers still held after the failover")
 	}
-	back := make([]byte, 256<<10)
-	nd.must(nd.wait(ep.Get(back, reg.addr, reg.key, nil)))
-	if !bytes.Equal(back, pattern(256<<10, 9)) {
+	back := make([]byte, gatePutSize)
+	nd.must(nd.wait(ep.Get(back, reg.addr+gatePutSize, reg.key, nil)))
+	if !bytes.Equal(back, pattern(gatePutSize, 9)) {
 		t.Fatal("get back: content differs")
 	}
 	nd.quit(1)

@@ -57,7 +57,7 @@ func laneLoads(ep *Endpoint) (wholes []uint64, xbytes []int) {
 // Get moves the right bytes, the loads return to zero once all
 // completed, and a lone Get afterwards is striped again.
 func TestRailsBusyRailTakesWhole(t *testing.T) {
-	nd, _ := railsWorld(t, 2, "rma", Config{})
+	nd, _ := railsWorld(t, 2, "rma", Config{StripeAlways: true})
 	ep := nd.eps[1]
 	if len(ep.rails) != 2 {
 		t.Fatalf("rails %v, want 2", ep.rails)
@@ -122,7 +122,7 @@ func TestRailsBusyRailTakesWhole(t *testing.T) {
 // with the rail's key of the sender's bundle. Every message arrives
 // intact and the loads return to zero.
 func TestRailsBusyRailTakesWholeRndv(t *testing.T) {
-	nd, _ := railsWorld(t, 2, "rndvburst", Config{})
+	nd, _ := railsWorld(t, 2, "rndvburst", Config{StripeAlways: true})
 	ep := nd.eps[1]
 	if len(ep.rails) != 2 {
 		t.Fatalf("rails %v, want 2", ep.rails)
