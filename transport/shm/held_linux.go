@@ -28,8 +28,9 @@ import (
 // delivered and the head moves on past the cells already delivered;
 // when it dies, checkStuck skips its cell as before.
 //
-// HeldFIFO reports the hold: the holder's pid and since when, how many
-// holds the iface saw and how many messages went around them.
+// HeldFIFO reports the hold: the holder's pid and since when, whether
+// the lap is used up, how many holds the iface saw and how many messages
+// went around them.
 
 // FIFOHold describes the receive FIFO's hold by a live writer.
 type FIFOHold struct {
@@ -39,6 +40,10 @@ type FIFOHold struct {
 	// Since is when the receiver first found that cell claimed and
 	// unpublished (zero if no writer holds the head).
 	Since time.Time
+	// Full says that the writers have claimed every cell of the lap
+	// that the held cell allows, so sends find the FIFO full until the
+	// holder publishes or dies.
+	Full bool
 	// Holds counts the holds the iface has seen; Around counts the
 	// messages it delivered around a held cell.
 	Holds, Around uint64
@@ -50,6 +55,10 @@ func (it *Iface) HeldFIFO() FIFOHold {
 	h := FIFOHold{Writer: it.hold.pid, Holds: it.hold.holds, Around: it.hold.around}
 	if h.Writer != 0 {
 		h.Since = it.hold.since
+		// no round of the next lap can be claimed while the head is
+		// held; the tail, which a late claimer may set back by less
+		// than a lap, reads as it is now
+		h.Full = atomic.LoadUint64(it.rx.tail) >= it.head+uint64(it.rx.cells)
 	}
 	return h
 }

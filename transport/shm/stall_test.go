@@ -2,6 +2,8 @@ package shm
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -61,7 +63,7 @@ func procState(pid int) byte {
 // in that writer's order, and reports the hold (HeldFIFO). Once the
 // stopped writer continues, its cell is delivered, then its next
 // message, each once.
-func TestStoppedWriterHoldsHead(t *testing.T) {
+func TestStallStoppedWriter(t *testing.T) {
 	_, it := openIface(t)
 	self := it.(*Iface)
 	var got []string
@@ -81,7 +83,7 @@ func TestStoppedWriterHoldsHead(t *testing.T) {
 	}
 	held := self.head
 
-	const n = 40 // fewer than the FIFO's cells: they fit around the held one
+	n := 40 // fewer than the FIFO's cells: they fit around the held one
 	var want []string
 	for i := 0; i < n; i++ {
 		m := fmt.Sprintf("healthy %d", i)
@@ -93,7 +95,7 @@ func TestStoppedWriterHoldsHead(t *testing.T) {
 		t.Fatalf("delivered %q, want %q", got, want)
 	}
 	h := self.HeldFIFO()
-	if h.Writer != pid || h.Holds != 1 || h.Around != n || h.Since.IsZero() {
+	if h.Writer != pid || h.Holds != 1 || h.Around != uint64(n) || h.Since.IsZero() {
 		t.Fatalf("HeldFIFO %+v, want writer %d, 1 hold, %d messages around it", h, pid, n)
 	}
 	if self.head != held {
@@ -102,6 +104,36 @@ func TestStoppedWriterHoldsHead(t *testing.T) {
 	if err := epS.CheckLiveness(nil); err != nil {
 		t.Fatalf("the stopped writer's endpoint: %v, want alive", err)
 	}
+	if h.Full {
+		t.Fatalf("HeldFIFO %+v: full after %d of %d cells", h, n+1, self.rx.cells)
+	}
+	// a writer of this process uses up the rest of the lap: the held
+	// cell and the n delivered around it are not handed back
+	_, local := openIface(t)
+	uep, err := local.Connect(it.Address(), uct.EPParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill := 0
+	for ; fill <= self.rx.cells; fill++ {
+		if err := uep.AMShort(amEcho, uint64(fill), nil); err != nil {
+			if !errors.Is(err, uct.ErrNoResource) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if room := self.rx.cells - 1 - n; fill != room || !self.HeldFIFO().Full {
+		t.Fatalf("%d sends fit, full %v; want %d and full", fill, self.HeldFIFO().Full, room)
+	}
+	progressUntil(t, it, "the local writer's messages around the held cell", func() bool { return len(got) >= n+fill })
+	for i := 0; i < fill; i++ {
+		want = append(want, string(binary.LittleEndian.AppendUint64(nil, uint64(i))))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("delivered %q, want %q", got, want)
+	}
+	n += fill
 
 	if err := stop.cmd.Process.Signal(unix.SIGCONT); err != nil {
 		t.Fatal(err)
@@ -119,8 +151,8 @@ func TestStoppedWriterHoldsHead(t *testing.T) {
 	if len(got) != n+3 || got[n+2] != "last" {
 		t.Fatalf("delivered %d messages, the last %q; want %d, \"last\"", len(got), got[len(got)-1], n+3)
 	}
-	if self.head != held+n+3 {
-		t.Fatalf("head %d, want %d", self.head, held+n+3)
+	if self.head != held+uint64(n)+3 {
+		t.Fatalf("head %d, want %d", self.head, held+uint64(n)+3)
 	}
 	quitChild(t, it, epS, stop)
 	quitChild(t, it, epO, other)
@@ -130,7 +162,7 @@ func TestStoppedWriterHoldsHead(t *testing.T) {
 // healthy writer's messages delivered around its cell; when it is then
 // SIGKILLed, its cell is skipped, the head steps over the cells already
 // delivered, and what follows arrives once, in order.
-func TestHeldWriterKilled(t *testing.T) {
+func TestStallHolderKilled(t *testing.T) {
 	r := newClaimedHead(t)
 	held := r.self.head
 	for i := 0; i < 5; i++ {
