@@ -142,18 +142,18 @@ func (it *Iface) deliverAround() int {
 	return n
 }
 
-// deliverBehind delivers up to max published cells behind the held head
+// deliverBehind delivers up to limit published cells behind the held head
 // whose writers have no unpublished cell before them, and marks them
 // done. The claims of the rounds in the lap ahead of the head do not
 // change while it is held (no round of the next lap can be claimed), and
 // claimed rounds are a prefix of them, so the scan ends at the first
 // unclaimed one.
-func (it *Iface) deliverBehind(max int) int {
+func (it *Iface) deliverBehind(limit int) int {
 	h := &it.hold
 	h.blocked = append(h.blocked[:0], h.pid)
 	n := 0
 	end := it.head + uint64(it.rx.cells)
-	for r := it.head + 1; r < end && n < max; r++ {
+	for r := it.head + 1; r < end && n < limit; r++ {
 		if h.isDone(r) {
 			continue
 		}
