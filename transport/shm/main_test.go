@@ -32,9 +32,10 @@ const (
 // "badlen" publishes one cell in the parent's FIFO whose length word
 // exceeds the bcopy buffer, as a faulty writer would, then serves as
 // "echo", "claimstop" claims a cell of the parent's FIFO and stops itself
-// before publishing it (claimStop), then serves as "echo".
+// before publishing it (claimStop), then serves as "echo", "claimstops"
+// does so holdRounds times, sending between its stops (claimStops).
 func TestMain(m *testing.M) {
-	for _, role := range []string{"echo", "pinned", "sleepy", "claimhang", "blast", "badlen", "claimstop"} {
+	for _, role := range []string{"echo", "pinned", "sleepy", "claimhang", "blast", "badlen", "claimstop", "claimstops"} {
 		testproc.Register(role, func() error { return runChild(role) })
 	}
 	testproc.Main(m)
@@ -84,6 +85,11 @@ func runChild(role string) error {
 	}
 	if role == "claimstop" {
 		if err := claimStop(ep.(*Endpoint)); err != nil {
+			return err
+		}
+	}
+	if role == "claimstops" {
+		if err := claimStops(ep.(*Endpoint), it); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func claimStop(ep *Endpoint) error {
 	if !ok {
 		return fmt.Errorf("parent FIFO full")
 	}
-	if err := unix.Kill(os.Getpid(), unix.SIGSTOP); err != nil {
+	if err := stopSelf(); err != nil {
 		return err
 	}
 	c := ep.tx.cell(t)
@@ -41,6 +42,17 @@ func claimStop(ep *Endpoint) error {
 			return err
 		}
 	}
+}
+
+// stopSelf stops this process (SIGSTOP) and returns once it is
+// continued. The signal goes to the calling thread, which stops on its
+// way back from the system call: a stop sent to the process is taken by
+// whichever thread the kernel picks, and the caller runs on until that
+// thread is scheduled, which on a busy machine can be long after.
+func stopSelf() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return unix.Tgkill(os.Getpid(), unix.Gettid(), unix.SIGSTOP)
 }
 
 // procState is the state letter of /proc/PID/stat ('T': stopped).
