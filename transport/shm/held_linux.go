@@ -26,7 +26,7 @@ import (
 // rest of one lap of the ring (its cells less one): after that every
 // send finds the FIFO full. When the holder publishes, its cell is
 // delivered and the head moves on past the cells already delivered;
-// when it dies, checkStuck skips its cell as before.
+// when it dies, checkStuck skips its cell.
 //
 // HeldFIFO reports the hold: the holder's pid and since when, whether
 // the lap is used up, how many holds the iface saw and how many messages
