@@ -174,7 +174,12 @@
 // its endpoint fails with an error matching uct.ErrEndpointTimeout. It is
 // off by default, so a peer in a long compute phase is not failed; peers
 // that send no heartbeats (ErrorModeNone, keepalive disabled) are never
-// judged silent.
+// judged silent. A peer stopped in the middle of an shm send holds the
+// head of our receive FIFO; the other peers' messages, heartbeats among
+// them, are delivered around it for the rest of one lap of the FIFO
+// (transport/shm, Iface.HeldFIFO), after which they wait for the holder
+// to go on or die, and with DetectSilentPeers they too are failed as
+// silent.
 //
 // When an endpoint fails, tag matching is suspended (MatchingSuspend):
 // messages from healthy peers are still accepted and queued as

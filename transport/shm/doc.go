@@ -78,6 +78,19 @@
 // gone and the cell is still unpublished (a writer that published the
 // cell just before it exited has its message delivered). The check runs
 // on the slow path (every 1024 empty polls), never per message.
+// A live writer (stopped by SIGSTOP or a debugger, or descheduled) that
+// leaves the head cell claimed and unpublished for 100 ms holds the
+// FIFO: its cell is neither skipped nor reused, since the writer may
+// resume and publish it. The receiver keeps the head on it and delivers
+// around it the published cells of every writer that has no unpublished
+// cell before them, so each writer's (and so each endpoint's) messages
+// keep their order while those of other writers may overtake them, and a
+// stopped process does not silence the healthy ones. Those cells are
+// handed back once the head passes them, so during a hold the writers
+// share the rest of one lap of the ring, after which sends find it full
+// until the holder publishes or dies. Iface.HeldFIFO reports the holder,
+// since when, and how many holds and messages delivered around them the
+// iface has seen (held_linux.go).
 // A published cell whose length word exceeds the bcopy buffer (a faulty
 // or hostile writer: the send paths refuse such messages) is dropped and
 // handed back, counted by BadCells and reported by uct.EventCorruptPacket

@@ -21,6 +21,9 @@ func (it *Iface) Progress() int {
 	if it.freed != it.head || it.rx.ready(it.head) {
 		n = it.deliver()
 	}
+	if n == 0 && it.hold.pid != 0 {
+		n = it.deliverAround() // a live writer holds the head
+	}
 	if n == 0 {
 		if it.idle++; it.idle&1023 == 0 {
 			it.checkStuck()
@@ -40,6 +43,9 @@ const deliverMax = 16
 
 // deliver runs the handlers of up to deliverMax received AMs.
 func (it *Iface) deliver() int {
+	if it.hold.active() {
+		return it.deliverAround()
+	}
 	it.releaseDelivered()
 	n := 0
 	for n < deliverMax && it.rx.ready(it.head) {
@@ -117,7 +123,8 @@ const stuckAfter = 100 * time.Millisecond
 var deadWriterSeen func(it *Iface, head uint64)
 
 // checkStuck skips the head cell if the process that claimed it died
-// before publishing it (slow path, every 1024 empty polls). A writer can
+// before publishing it, and records a hold if that process lives (slow
+// path, every 1024 empty polls). A writer can
 // publish the cell and exit between the stuckOwner read and the liveness
 // answer; once the process is gone the cell no longer changes, so a second
 // look at its sequence tells a lost message from a published one, which
@@ -132,7 +139,11 @@ func (it *Iface) checkStuck() {
 		it.stuckHead, it.stuckSince = it.head, now
 		return
 	}
-	if now.Sub(it.stuckSince) < stuckAfter || processAlive(pid) {
+	if now.Sub(it.stuckSince) < stuckAfter {
+		return
+	}
+	if processAlive(pid) {
+		it.holdBy(pid) // deliver around its cell (held_linux.go)
 		return
 	}
 	if deadWriterSeen != nil {

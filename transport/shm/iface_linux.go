@@ -67,6 +67,9 @@ type Iface struct {
 	idle       uint32
 	stuckHead  uint64
 	stuckSince time.Time
+	// hold is the state of a head cell held by a live writer
+	// (held_linux.go).
+	hold fifoHold
 	// badCells counts received cells dropped for a bad length; badAt and
 	// badSeen are the time and count of the last EventCorruptPacket.
 	badCells, badSeen uint64

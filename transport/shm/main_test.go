@@ -31,9 +31,11 @@ const (
 // the parent's FIFO as fast as it takes them, then serves as "echo",
 // "badlen" publishes one cell in the parent's FIFO whose length word
 // exceeds the bcopy buffer, as a faulty writer would, then serves as
-// "echo".
+// "echo", "claimstop" claims a cell of the parent's FIFO and stops itself
+// before publishing it (claimStop), then serves as "echo", "claimstops"
+// does so holdRounds times, sending between its stops (claimStops).
 func TestMain(m *testing.M) {
-	for _, role := range []string{"echo", "pinned", "sleepy", "claimhang", "blast", "badlen"} {
+	for _, role := range []string{"echo", "pinned", "sleepy", "claimhang", "blast", "badlen", "claimstop", "claimstops"} {
 		testproc.Register(role, func() error { return runChild(role) })
 	}
 	testproc.Main(m)
@@ -80,6 +82,16 @@ func runChild(role string) error {
 			return fmt.Errorf("parent FIFO full")
 		}
 		time.Sleep(time.Hour)
+	}
+	if role == "claimstop" {
+		if err := claimStop(ep.(*Endpoint)); err != nil {
+			return err
+		}
+	}
+	if role == "claimstops" {
+		if err := claimStops(ep.(*Endpoint), it); err != nil {
+			return err
+		}
 	}
 	if role == "badlen" {
 		if err := publishBadLength(ep.(*Endpoint)); err != nil {
