@@ -68,30 +68,7 @@ func blast(ep *Endpoint, it uct.Iface) error {
 func TestMultiProducerStress(t *testing.T) {
 	_, it := openIface(t)
 	const producers = 3
-	next := map[int]int{} // pid -> next sequence
-	total := 0
-	var bad error
-	it.SetAMHandler(amBlast, func(_ any, d []byte, _ uct.AMFlags) {
-		if bad != nil {
-			return
-		}
-		if len(d) < 8 {
-			bad = fmt.Errorf("message of %d bytes", len(d))
-			return
-		}
-		hdr := binary.LittleEndian.Uint64(d)
-		pid, seq := int(hdr>>32), int(uint32(hdr))
-		if seq != next[pid] {
-			bad = fmt.Errorf("sender %d: message %d, want %d", pid, seq, next[pid])
-			return
-		}
-		if want := blastPayload(pid, seq); string(d[8:]) != string(want) {
-			bad = fmt.Errorf("sender %d message %d: payload differs", pid, seq)
-			return
-		}
-		next[pid]++
-		total++
-	}, nil)
+	c := checkBlast(it)
 	var eps []uct.Endpoint
 	var kids []*child
 	for i := 0; i < producers; i++ {
@@ -101,9 +78,9 @@ func TestMultiProducerStress(t *testing.T) {
 	}
 	deadline := time.Now().Add(3 * time.Minute)
 	sleeps := 0
-	for total < producers*blastCount && bad == nil {
+	for c.total < producers*blastCount && c.bad == nil {
 		if time.Now().After(deadline) {
-			t.Fatalf("received %d of %d messages in 3 minutes", total, producers*blastCount)
+			t.Fatalf("received %d of %d messages in 3 minutes", c.total, producers*blastCount)
 		}
 		if it.Progress() == 0 && it.Arm() == nil {
 			sleeps++
@@ -112,11 +89,11 @@ func TestMultiProducerStress(t *testing.T) {
 			}
 		}
 	}
-	if bad != nil {
-		t.Fatal(bad)
+	if c.bad != nil {
+		t.Fatal(c.bad)
 	}
-	if len(next) != producers {
-		t.Fatalf("messages from %d senders, want %d", len(next), producers)
+	if len(c.next) != producers {
+		t.Fatalf("messages from %d senders, want %d", len(c.next), producers)
 	}
 	for i, ep := range eps {
 		sendRetry(t, it, func() error { return ep.AMShort(amQuit, 0, nil) })
@@ -124,7 +101,7 @@ func TestMultiProducerStress(t *testing.T) {
 			t.Fatalf("child %d: %v", i, err)
 		}
 	}
-	t.Logf("%d messages from %d processes; the receiver slept %d times", total, producers, sleeps)
+	t.Logf("%d messages from %d processes; the receiver slept %d times", c.total, producers, sleeps)
 }
 
 // A receiver must not sleep while the head cell is claimed: its sender
@@ -216,4 +193,39 @@ func TestReserveAfterTailSetBack(t *testing.T) {
 			t.Fatalf("message %d is %d", i, v)
 		}
 	}
+}
+
+// blastCheck checks the amBlast messages an iface receives: every
+// sender's (pid's) messages arrive in its order, each intact.
+type blastCheck struct {
+	next  map[int]int // pid -> next sequence
+	total int
+	bad   error // the first fault found
+}
+
+// checkBlast makes it check the amBlast messages it receives.
+func checkBlast(it uct.Iface) *blastCheck {
+	c := &blastCheck{next: map[int]int{}}
+	it.SetAMHandler(amBlast, func(_ any, d []byte, _ uct.AMFlags) {
+		if c.bad != nil {
+			return
+		}
+		if len(d) < 8 {
+			c.bad = fmt.Errorf("message of %d bytes", len(d))
+			return
+		}
+		hdr := binary.LittleEndian.Uint64(d)
+		pid, seq := int(hdr>>32), int(uint32(hdr))
+		if seq != c.next[pid] {
+			c.bad = fmt.Errorf("sender %d: message %d, want %d", pid, seq, c.next[pid])
+			return
+		}
+		if want := blastPayload(pid, seq); string(d[8:]) != string(want) {
+			c.bad = fmt.Errorf("sender %d message %d: payload differs", pid, seq)
+			return
+		}
+		c.next[pid]++
+		c.total++
+	}, nil)
+	return c
 }

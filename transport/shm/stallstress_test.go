@@ -92,30 +92,7 @@ func claimStops(ep *Endpoint, it uct.Iface) error {
 func TestStallRepeatedHolds(t *testing.T) {
 	_, it := openIface(t)
 	self := it.(*Iface)
-	next := map[int]int{}
-	total := 0
-	var bad error
-	it.SetAMHandler(amBlast, func(_ any, d []byte, _ uct.AMFlags) {
-		if bad != nil {
-			return
-		}
-		if len(d) < 8 {
-			bad = fmt.Errorf("message of %d bytes", len(d))
-			return
-		}
-		hdr := binary.LittleEndian.Uint64(d)
-		pid, seq := int(hdr>>32), int(uint32(hdr))
-		if seq != next[pid] {
-			bad = fmt.Errorf("sender %d: message %d, want %d", pid, seq, next[pid])
-			return
-		}
-		if string(d[8:]) != string(blastPayload(pid, seq)) {
-			bad = fmt.Errorf("sender %d message %d: payload differs", pid, seq)
-			return
-		}
-		next[pid]++
-		total++
-	}, nil)
+	c := checkBlast(it)
 	it.SetErrorHandler(func(any, uct.Endpoint, error) {}, nil)
 	blaster := startChild(t, "blast")
 	epB := blaster.connect(t, it)
@@ -131,9 +108,9 @@ func TestStallRepeatedHolds(t *testing.T) {
 
 	deadline := time.Now().Add(3 * time.Minute)
 	conts, polls, ours := 0, 0, 0
-	for total < blastCount+holdRounds*5+ours && bad == nil {
+	for c.total < blastCount+holdRounds*5+ours && c.bad == nil {
 		if time.Now().After(deadline) {
-			t.Fatalf("received %d of %d messages in 3 minutes (%d continues, %+v)", total, blastCount+holdRounds*5+ours, conts, self.HeldFIFO())
+			t.Fatalf("received %d of %d messages in 3 minutes (%d continues, %+v)", c.total, blastCount+holdRounds*5+ours, conts, self.HeldFIFO())
 		}
 		if it.Progress() != 0 {
 			continue
@@ -147,10 +124,10 @@ func TestStallRepeatedHolds(t *testing.T) {
 		}
 		// a message of ours goes around the held cell before the holder
 		// goes on, unless the blaster has used up the lap
-		seq := next[me]
+		seq := c.next[me]
 		hdr := uint64(me)<<32 | uint64(seq)
 		if _, err := lep.AMBcopy(amBlast, binary.LittleEndian.AppendUint64(nil, hdr), blastPayload(me, seq)); err == nil {
-			progressUntil(t, it, "our message around the held cell", func() bool { return next[me] > seq || bad != nil })
+			progressUntil(t, it, "our message around the held cell", func() bool { return c.next[me] > seq || c.bad != nil })
 			ours++
 		} else if !errors.Is(err, uct.ErrNoResource) {
 			t.Fatal(err)
@@ -160,8 +137,8 @@ func TestStallRepeatedHolds(t *testing.T) {
 		}
 		conts++
 	}
-	if bad != nil {
-		t.Fatal(bad)
+	if c.bad != nil {
+		t.Fatal(c.bad)
 	}
 	h := self.HeldFIFO()
 	if conts != holdRounds || h.Holds != holdRounds || h.Around < uint64(ours) || self.hold.ahead != 0 {
@@ -169,8 +146,8 @@ func TestStallRepeatedHolds(t *testing.T) {
 			conts, h, self.hold.ahead, holdRounds, ours)
 	}
 	t.Logf("%d holds; %d messages around them, %d of them ours", h.Holds, h.Around, ours)
-	if next[me] != ours || next[pid] != holdRounds*5 || next[blaster.cmd.Process.Pid] != blastCount {
-		t.Fatalf("received %v", next)
+	if c.next[me] != ours || c.next[pid] != holdRounds*5 || c.next[blaster.cmd.Process.Pid] != blastCount {
+		t.Fatalf("received %v", c.next)
 	}
 	quitChild(t, it, epS, stopper)
 	quitChild(t, it, epB, blaster)
