@@ -262,6 +262,16 @@ func gateStream(t *testing.T, nd *node, reg remoteMem, n int, done func() bool) 
 	return i
 }
 
+// getGateBack reads back a slot gateStream put and checks its content.
+func getGateBack(t *testing.T, nd *node, reg remoteMem) {
+	t.Helper()
+	back := make([]byte, gatePutSize)
+	nd.must(nd.wait(nd.eps[1].Get(back, reg.addr+gatePutSize, reg.key, nil)))
+	if !bytes.Equal(back, pattern(gatePutSize, 9)) {
+		t.Fatal("get back: content differs")
+	}
+}
+
 // Two rails at 100 Mbit/s (tc): the gate stripes. Then the rail that is
 // not the RMA lane's drops to 10 Mbit/s: striping holds every transfer
 // back to the slow rail, so the gate's next probe finds the RMA lane
@@ -312,11 +322,7 @@ func TestRailsGateSlowRail(t *testing.T) {
 		t.Fatalf("striped chunks per lane %v -> %v, transfers on one rail %d -> %d: the slow lane %d still carries transfers",
 			before, after, st.Single, st2.Single, slow)
 	}
-	back := make([]byte, gatePutSize)
-	nd.must(nd.wait(ep.Get(back, reg.addr+gatePutSize, reg.key, nil)))
-	if !bytes.Equal(back, pattern(gatePutSize, 9)) {
-		t.Fatal("get back: content differs")
-	}
+	getGateBack(t, nd, reg)
 	nd.quit(1)
 	nd.exitOK(1)
 }
@@ -441,11 +447,7 @@ func TestRailsGateRailDown(t *testing.T) {
 	if !ep.stalled.empty() {
 		t.Fatal("transfers still held after the failover")
 	}
-	back := make([]byte, gatePutSize)
-	nd.must(nd.wait(ep.Get(back, reg.addr+gatePutSize, reg.key, nil)))
-	if !bytes.Equal(back, pattern(gatePutSize, 9)) {
-		t.Fatal("get back: content differs")
-	}
+	getGateBack(t, nd, reg)
 	nd.quit(1)
 	nd.exitOK(1)
 }

@@ -80,13 +80,8 @@ func TestRailsBusyRailTakesWhole(t *testing.T) {
 	// 256 KiB), the other six go whole, three per rail
 	chunks1 := laneChunks(ep)
 	wholes1, load := laneLoads(ep)
+	checkSplit(t, ep, "Gets", chunks0, chunks1, wholes0, wholes1)
 	for _, li := range ep.rails {
-		if got := chunks1[li] - chunks0[li]; got != 2 {
-			t.Errorf("lane %d: %d chunks of striped Gets, want 2 (chunks %v -> %v)", li, got, chunks0, chunks1)
-		}
-		if got := wholes1[li] - wholes0[li]; got != 3 {
-			t.Errorf("lane %d: %d whole Gets, want 3 (wholes %v -> %v)", li, got, wholes0, wholes1)
-		}
 		if load[li] != 4*size {
 			t.Errorf("lane %d: %d bytes in flight, want %d", li, load[li], 4*size)
 		}
@@ -142,14 +137,7 @@ func TestRailsBusyRailTakesWholeRndv(t *testing.T) {
 	}
 	chunks1 := laneChunks(ep)
 	wholes1, _ := laneLoads(ep)
-	for _, li := range ep.rails {
-		if got := chunks1[li] - chunks0[li]; got != 2 {
-			t.Errorf("lane %d: %d chunks of striped GETs, want 2 (chunks %v -> %v)", li, got, chunks0, chunks1)
-		}
-		if got := wholes1[li] - wholes0[li]; got != 3 {
-			t.Errorf("lane %d: %d whole GETs, want 3 (wholes %v -> %v)", li, got, wholes0, wholes1)
-		}
-	}
+	checkSplit(t, ep, "GETs", chunks0, chunks1, wholes0, wholes1)
 	for i, r := range reqs {
 		nd.must(nd.wait(r))
 		// messages with one tag from one sender match in order
@@ -165,4 +153,19 @@ func TestRailsBusyRailTakesWholeRndv(t *testing.T) {
 	}
 	nd.quit(1)
 	nd.exitOK(1)
+}
+
+// checkSplit checks that, between the counts before (0) and after (1),
+// each rail of ep carried two striped chunks and three whole transfers
+// of what (Gets, GETs).
+func checkSplit(t *testing.T, ep *Endpoint, what string, chunks0, chunks1, wholes0, wholes1 []uint64) {
+	t.Helper()
+	for _, li := range ep.rails {
+		if got := chunks1[li] - chunks0[li]; got != 2 {
+			t.Errorf("lane %d: %d chunks of striped %s, want 2 (chunks %v -> %v)", li, got, what, chunks0, chunks1)
+		}
+		if got := wholes1[li] - wholes0[li]; got != 3 {
+			t.Errorf("lane %d: %d whole %s, want 3 (wholes %v -> %v)", li, got, what, wholes0, wholes1)
+		}
+	}
 }
