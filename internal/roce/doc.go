@@ -49,7 +49,9 @@
 // L1): more lanes would not make it faster. [CopyCheck] checks a received
 // packet's ICRC while copying its payload to where it belongs
 // (crccopy_amd64.s): the copy's loads and stores ride along in the
-// fold's loop, so the payload is read once for both.
+// fold's loop, so the payload is read once for both. [Append] copies a
+// packet's payload into the buffer in the same way, in the pass that
+// adds it to the ICRC.
 //
 // Of the pseudo-header, only the length fields, the IP ID, DF and the
 // BTH change between the packets of one pair of IPv4 endpoints. An

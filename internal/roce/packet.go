@@ -136,9 +136,15 @@ func appendIPID(pc *ICRCCache, b []byte, p *Packet, src, dst netip.AddrPort, id 
 	out := b[start:]
 	putHeaders(out, p)
 	h := p.HeaderLen()
-	c := copy(out[h:], p.Payload)
-	clear(out[h+c : n-ICRCLen])
-	binary.LittleEndian.PutUint32(out[n-ICRCLen:], icrcVia(pc, out, src, dst, id, true))
+	m := len(p.Payload)
+	clear(out[h+m : n-ICRCLen])
+	// The payload is copied in the pass that adds it to the ICRC, so it
+	// is read once for both.
+	c := pc.prefix(out, n, src, dst, id, true)
+	c = crcShort(c, out[BTHLen:h])
+	c = crcCopyUpdate(c, out[h:h+m], p.Payload)
+	c = crcShort(c, out[h+m:n-ICRCLen])
+	binary.LittleEndian.PutUint32(out[n-ICRCLen:], c)
 	return b
 }
 
