@@ -401,6 +401,9 @@ func TestNetnsLinkDown(t *testing.T) {
 		}
 		return statuses[len(statuses)-1]
 	}
+	// The child's endpoint back connects on its own time: an echo shows
+	// it connected before the link goes down, which it would not survive.
+	p.echoCheck("AMBcopy before link down", []byte{3}, func() error { _, err := p.ep.AMBcopy(amEcho, []byte{3}, nil); return err })
 	if err := p.pair.A.SetLink(false); err != nil {
 		t.Fatal(err)
 	}
