@@ -33,32 +33,36 @@ func blastPayload(pid, seq int) []byte {
 // blast sends blastCount messages to the parent, retrying while its FIFO
 // is full (bounded).
 func blast(ep *Endpoint, it uct.Iface) error {
-	pid := os.Getpid()
-	deadline := time.Now().Add(2 * time.Minute)
 	for seq := 0; seq < blastCount; seq++ {
-		hdr := uint64(pid)<<32 | uint64(seq)
-		pl := blastPayload(pid, seq)
-		for {
-			var err error
-			if len(pl) == 8 {
-				err = ep.AMShort(amBlast, hdr, pl)
-			} else {
-				_, err = ep.AMBcopy(amBlast, binary.LittleEndian.AppendUint64(nil, hdr), pl)
-			}
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, uct.ErrNoResource) {
-				return err
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("blast: parent FIFO full for 2 minutes")
-			}
-			it.Progress()
-			runtime.Gosched()
+		if err := sendBlast(ep, it, seq); err != nil {
+			return fmt.Errorf("blast: %w", err)
 		}
 	}
 	return nil
+}
+
+// sendBlast sends message seq of this process in the blast format,
+// retrying (bounded) while the peer FIFO is full.
+func sendBlast(ep *Endpoint, it uct.Iface, seq int) error {
+	hdr := uint64(os.Getpid())<<32 | uint64(seq)
+	pl := blastPayload(os.Getpid(), seq)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var err error
+		if len(pl) == 8 {
+			err = ep.AMShort(amBlast, hdr, pl)
+		} else {
+			_, err = ep.AMBcopy(amBlast, binary.LittleEndian.AppendUint64(nil, hdr), pl)
+		}
+		if !errors.Is(err, uct.ErrNoResource) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("peer FIFO full for 2 minutes")
+		}
+		it.Progress()
+		runtime.Gosched()
+	}
 }
 
 // Several processes send into one FIFO at once, short and copied messages

@@ -17,30 +17,6 @@ import (
 // holdRounds is how many times a "claimstops" child stops holding a cell.
 const holdRounds = 5
 
-// sendBlast sends message seq of this process in the blast format,
-// retrying (bounded) while the peer FIFO is full.
-func sendBlast(ep *Endpoint, it uct.Iface, seq int) error {
-	hdr := uint64(os.Getpid())<<32 | uint64(seq)
-	pl := blastPayload(os.Getpid(), seq)
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		var err error
-		if len(pl) == 8 {
-			err = ep.AMShort(amBlast, hdr, pl)
-		} else {
-			_, err = ep.AMBcopy(amBlast, binary.LittleEndian.AppendUint64(nil, hdr), pl)
-		}
-		if !errors.Is(err, uct.ErrNoResource) {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("peer FIFO full for 2 minutes")
-		}
-		it.Progress()
-		runtime.Gosched()
-	}
-}
-
 // claimStops is the "claimstops" child: holdRounds times it claims a
 // cell of the parent's FIFO, stops itself, and once continued writes and
 // publishes message seq in it and sends the next four as usual (blast
