@@ -25,6 +25,12 @@ type keyView struct {
 	mem    []byte // allocated memory as mapped here; nil for registered memory
 	wmem   []byte // mem if the entry grants remote writes, else nil
 	rmem   []byte // mem if the entry grants remote reads, else nil
+	// wptr and wlim are wmem for PutShort's store: its first byte and
+	// its length plus one (0 without the right to write), so that one
+	// pair of compares, off < wlim and n < wlim-off, takes the bounds and
+	// the right together.
+	wptr *byte
+	wlim uint64
 }
 
 // lookup returns the bytes [raddr, raddr+n) of the view's memory (nil for
@@ -50,6 +56,9 @@ func (k *RKey) setView(ep *Endpoint, tab []byte, e keyEntry, p *[]byte) {
 		v.mem = *p
 		if e.access&uct.AccessRemoteWrite != 0 {
 			v.wmem = v.mem
+			if len(v.mem) > 0 {
+				v.wptr, v.wlim = &v.mem[0], uint64(len(v.mem))+1
+			}
 		}
 		if e.access&uct.AccessRemoteRead != 0 {
 			v.rmem = v.mem

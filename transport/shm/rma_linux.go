@@ -1,10 +1,8 @@
 package shm
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -94,30 +92,6 @@ func (ep *Endpoint) rma(op string, write bool, iov [][]byte, raddr uint64, rk uc
 //go:noinline
 func (ep *Endpoint) rma1(op string, write bool, buf []byte, raddr uint64, rk uct.RKey) (int, error) {
 	return ep.rma(op, write, [][]byte{buf}, raddr, rk)
-}
-
-// PutShort is directPut written out, so that the common put is one call,
-// not two; everything else takes rma1.
-func (ep *Endpoint) PutShort(buf []byte, raddr uint64, rk uct.RKey) error {
-	if k, _ := rk.(*RKey); k != nil {
-		if v := k.view.Load(); v != nil && v.ep == ep && v.wmem != nil {
-			n := uint64(len(buf))
-			off, size := raddr-v.base, uint64(len(v.wmem))
-			if off <= size && n <= size-off && ep.err.Load() == nil && atomic.LoadUint32(ep.disabled) == 0 &&
-				atomic.LoadUint32(v.gen) == v.want {
-				w := v.wmem[off : off+n : off+n]
-				if n == 8 {
-					// one 8-byte load and store, not a call of memmove
-					binary.LittleEndian.PutUint64(w, binary.LittleEndian.Uint64(buf))
-				} else {
-					putCopy(w, buf)
-				}
-				return nil
-			}
-		}
-	}
-	_, err := ep.rma1("put_short", true, buf, raddr, rk)
-	return err
 }
 
 func (ep *Endpoint) PutBcopy(buf []byte, raddr uint64, rk uct.RKey) (int, error) {
