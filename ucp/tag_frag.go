@@ -19,9 +19,10 @@ import (
 // one eager message. Every fragment is a message of its own on the lane
 // (its datagram, its completion, its copies in and out of a receive
 // buffer), while a rendezvous GET moves the data in one READ, so the
-// fragments win only while they are few: between two processes over lo,
-// 16 KiB tag_lat took about half the time eager, 32 KiB about 0.9 but
-// 32 KiB tag_bw fell by a fifth, and 64 KiB was no faster. With
+// fragments win only while they are few: between two processes over lo
+// (perftest, alternated with the rendezvous), 16 KiB tag_lat took about
+// half the time eager and 32 KiB 0.6 of it with tag_bw unchanged, while
+// 64 KiB tag_lat was no faster and its tag_bw fell by almost half. With
 // failover on, tag messages above one fragment keep to rendezvous.
 
 // amTagFrag carries one fragment of an eager tag message (see
@@ -30,7 +31,7 @@ const amTagFrag = 26
 
 // tagFragAuto is the largest tag message sent eager in fragments by
 // default, on lanes that qualify (tagFragLane).
-const tagFragAuto = 16 << 10
+const tagFragAuto = 32 << 10
 
 // tagFragLatency is the lane latency from which a lane counts as a
 // network's for tagFragLane.
