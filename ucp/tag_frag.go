@@ -21,8 +21,10 @@ import (
 // buffer), while a rendezvous GET moves the data in one READ, so the
 // fragments win only while they are few: between two processes over lo
 // (perftest, alternated with the rendezvous), 16 KiB tag_lat took about
-// half the time eager and 32 KiB 0.6 of it with tag_bw unchanged, while
-// 64 KiB tag_lat was no faster and its tag_bw fell by almost half. With
+// half the time eager and tag_bw rose; 32 KiB tag_lat took 0.6-0.8 of
+// it but its tag_bw fell to 0.82 and 0.73 in two series of six rounds
+// (even in one of four), and 64 KiB
+// tag_lat was no faster while its tag_bw fell by almost half. With
 // failover on, tag messages above one fragment keep to rendezvous.
 
 // amTagFrag carries one fragment of an eager tag message (see
@@ -31,7 +33,7 @@ const amTagFrag = 26
 
 // tagFragAuto is the largest tag message sent eager in fragments by
 // default, on lanes that qualify (tagFragLane).
-const tagFragAuto = 32 << 10
+const tagFragAuto = 16 << 10
 
 // tagFragLatency is the lane latency from which a lane counts as a
 // network's for tagFragLane.
