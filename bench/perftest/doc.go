@@ -502,11 +502,11 @@
 // 64 KiB message sent in 8 fragments, 0.01 once a deferred ACK is held
 // while each pass finds more requests; see verbs' releaseAcks). Even
 // so, the fragments win only while they are few: alternated with the
-// rendezvous (after/before of medians, 6 rounds unless said),
+// rendezvous (after/before of medians, 4-6 rounds a series),
 //
 //	size     tag_lat eager   tag_bw eager
-//	16 KiB   0.48-0.56       1.12-1.18
-//	32 KiB   0.61-0.78       0.73, 0.82 (1.01 in 4 rounds)
+//	16 KiB   0.47-0.56       1.12-1.26
+//	32 KiB   0.61-0.88       0.73, 0.82 (1.01 in 4 rounds)
 //	64 KiB   0.97 (4)        0.55 (4)
 //
 // so 32 and 64 KiB keep to the rendezvous, whose GET moves the data in
