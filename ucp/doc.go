@@ -82,9 +82,12 @@
 // eager bcopy, eager zcopy (from ZcopyThresh; left to its default, from
 // the lane's own estimate, uct.IfaceAttr.AMZcopyMin, where it gives one:
 // rc's AMZcopy copies like its AMBcopy, so rc sends eager by bcopy, while
-// shm takes zcopy from 4 KiB), and rendezvous (from
-// RndvThresh, and always when the message does not fit one eager
-// fragment). Rendezvous sends an RTS with the sender's registered buffer
+// shm takes zcopy from 4 KiB), eager in fragments (with RndvThresh
+// left to its default, on lanes whose eager sends copy and whose latency
+// is a network's, such as rc: messages above one fragment up to 16 KiB,
+// reassembled on arrival as active messages are and then matched;
+// tag_frag.go; not with failover on), and rendezvous (from RndvThresh,
+// and for every message larger than the eager protocols take). Rendezvous sends an RTS with the sender's registered buffer
 // and packed key; the receiver GETs the data (RndvGet, default) and
 // answers ATS, or (RndvPut) answers RTR with its own buffer's key, the
 // sender PUTs and answers ATP. The data moves once, from the user's

@@ -72,6 +72,7 @@ type Endpoint struct {
 	// shortMax, bcopyMax: largest eager payloads per protocol on the AM
 	// lane; zcopyMin, rndvMin: thresholds.
 	shortMax, bcopyMax, zcopyMin, rndvMin int
+	tagFragMax                            int // tag messages above bcopyMax up to it: eager in fragments (tag_frag.go)
 
 	err          error
 	errReported  bool
@@ -159,6 +160,7 @@ func (ep *Endpoint) pickLanes() bool {
 	if ep.rmaLane < 0 {
 		ep.rndvMin = 1 << 62 // no rendezvous: large messages fail
 	}
+	ep.tagFragMax = ep.tagFragMaxFor(at)
 	if ep.fo != nil {
 		ep.seqLimits()
 	}

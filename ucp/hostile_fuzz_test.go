@@ -68,7 +68,7 @@ func (h *hostileRig) hostileMsg(rng *rand.Rand) (uint8, []byte) {
 	tag := rng.Uint64() | 1<<63 // never a tag the legitimate traffic uses
 	id := uint8(1 + rng.IntN(amUserRTS+1))
 	if id == amUserRTS+1 {
-		id = amSeq
+		id = []uint8{amSeq, amTagFrag}[rng.IntN(2)]
 	}
 	var b []byte
 	switch id {
@@ -105,6 +105,14 @@ func (h *hostileRig) hostileMsg(rng *rand.Rand) (uint8, []byte) {
 	case amUserFrag:
 		total := []uint64{u64() & (1<<48 - 1), rng.Uint64N(1 << 24), 1 << 30}[rng.IntN(3)]
 		b = h.p.frag(dst, amHostile, rng.Uint64N(4), total, []uint64{0, u64() % (total + 1)}[rng.IntN(2)], nil, blob(4000))
+	case amTagFrag:
+		total := []uint64{u64() & (1<<48 - 1), rng.Uint64N(1 << 24), 1 << 30}[rng.IntN(3)]
+		off := []uint64{0, u64() % (total + 1)}[rng.IntN(2)]
+		var hd []byte
+		if off == 0 {
+			hd = le.AppendUint64(nil, tag)
+		}
+		b = h.p.frag(dst, 0, rng.Uint64N(4), total, off, hd, blob(4000))
 	case amUserRTS:
 		b = (&userRTS{dst: dst, id: amHostile, sreq: u64(), length: u64() & (1<<48 - 1), raddr: u64(), rkey: blob(80), hdr: blob(16)}).encode(nil)
 	}

@@ -43,7 +43,7 @@ func (w *Worker) setHandlers(wi *wiface) {
 	}{
 		{amWireup, w.onWireup}, {amEager, w.onEager}, {amRTS, w.onRTS}, {amATS, w.onATS},
 		{amRTR, w.onRTR}, {amATP, w.onATP}, {amUser, w.onUser}, {amKeepalive, w.onKeepalive},
-		{amClose, w.onClose}, {amUserFrag, w.onUserFrag}, {amUserRTS, w.onUserRTS}, {amLaneBind, w.onLaneBind},
+		{amClose, w.onClose}, {amUserFrag, w.onUserFrag}, {amTagFrag, w.onTagFrag}, {amUserRTS, w.onUserRTS}, {amLaneBind, w.onLaneBind},
 		{amProbe, w.onProbe}, {amProbeRep, w.onProbeRep},
 		{amLaneStatus, w.onLaneStatus},
 	}

@@ -107,48 +107,14 @@ func (w *Worker) onUserFrag(_ any, data []byte, _ uct.AMFlags) {
 		w.unlockCB()
 		return
 	}
-	src := match.Src(ep.id)
-	var a *amAsm
-	if m.off == 0 {
-		_, pmax := w.reasmLimits()
-		if m.total > uint64(pmax) {
-			w.unlockCB()
-			w.reasmFailed(ep, m.total, fmt.Errorf("announced %d bytes > per-peer limit %d", m.total, pmax))
-			return
+	a, fail := w.addFrag(ep, &m)
+	if a == nil {
+		w.unlockCB()
+		if fail != nil {
+			w.reasmFailed(ep, m.total, fail)
 		}
-		a = &amAsm{ep: ep, id: m.id, total: m.total, hdr: append([]byte(nil), m.hdr...)}
-		a.f = match.Frag{Src: src, ID: m.mid, Data: a}
-		if !w.amFrags.Add(&a.f) {
-			w.unlockCB()
-			return
-		}
-	} else if f := w.amFrags.Get(src, m.mid); f != nil {
-		a = f.Data.(*amAsm)
-	} else {
-		w.unlockCB()
 		return
 	}
-	if m.off != uint64(len(a.buf)) || m.total != a.total || uint64(len(m.data)) > m.total-m.off {
-		w.amFrags.Remove(&a.f) // out of order: the message is lost
-		w.reasmRelease(a)
-		w.unlockCB()
-		return
-	}
-	if !w.reasmGrow(a, len(m.data)) {
-		w.amFrags.Remove(&a.f)
-		w.reasmRelease(a)
-		w.unlockCB()
-		wmax, pmax := w.reasmLimits()
-		w.reasmFailed(ep, m.total, fmt.Errorf("reassembly would exceed the limits (worker %d, per peer %d)", wmax, pmax))
-		return
-	}
-	a.buf = append(a.buf, m.data...)
-	if uint64(len(a.buf)) < a.total {
-		w.unlockCB()
-		return
-	}
-	w.amFrags.Remove(&a.f)
-	w.reasmRelease(a)
 	h := w.am[a.id]
 	if h == nil {
 		w.stats.AMNoHandler++
@@ -167,6 +133,47 @@ func (w *Worker) onUserFrag(_ any, data []byte, _ uct.AMFlags) {
 		w.unlockCB()
 	}
 	w.eagerMsgDone(msg)
+}
+
+// addFrag adds fragment m from ep to its message and returns the message
+// once it is complete (taken out of the partial messages, its charge
+// returned), else nil; fail is the cause to report (reasmFailed, without
+// the lock) when the message failed its limits (lock held).
+func (w *Worker) addFrag(ep *Endpoint, m *userFrag) (a *amAsm, fail error) {
+	src := match.Src(ep.id)
+	if m.off == 0 {
+		_, pmax := w.reasmLimits()
+		if m.total > uint64(pmax) {
+			return nil, fmt.Errorf("announced %d bytes > per-peer limit %d", m.total, pmax)
+		}
+		a = &amAsm{ep: ep, id: m.id, total: m.total, hdr: append([]byte(nil), m.hdr...)}
+		a.f = match.Frag{Src: src, ID: m.mid, Data: a}
+		if !w.amFrags.Add(&a.f) {
+			return nil, nil
+		}
+	} else if f := w.amFrags.Get(src, m.mid); f != nil {
+		a = f.Data.(*amAsm)
+	} else {
+		return nil, nil
+	}
+	if m.off != uint64(len(a.buf)) || m.total != a.total || uint64(len(m.data)) > m.total-m.off {
+		w.amFrags.Remove(&a.f) // out of order: the message is lost
+		w.reasmRelease(a)
+		return nil, nil
+	}
+	if !w.reasmGrow(a, len(m.data)) {
+		w.amFrags.Remove(&a.f)
+		w.reasmRelease(a)
+		wmax, pmax := w.reasmLimits()
+		return nil, fmt.Errorf("reassembly would exceed the limits (worker %d, per peer %d)", wmax, pmax)
+	}
+	a.buf = append(a.buf, m.data...)
+	if uint64(len(a.buf)) < a.total {
+		return nil, nil
+	}
+	w.amFrags.Remove(&a.f)
+	w.reasmRelease(a)
+	return a, nil
 }
 
 // reasmFailed counts and reports an active message that failed its

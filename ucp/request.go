@@ -77,7 +77,8 @@ type Request struct {
 	result  *uint64
 	amID    uint16
 	amHdr   []byte
-	amOff   int    // kAMSend in fragments: data bytes sent so far
+	amOff   int    // kAMSend, kTagSend in fragments: data bytes sent so far
+	fragMid uint64 // kTagSend in fragments: its message id (tag_frag.go)
 	slot    uint64 // rendezvous slot (0: none)
 	closing bool   // kFlush that closes the endpoint afterwards
 	flushN  int    // uct lane flushes outstanding

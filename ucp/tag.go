@@ -91,6 +91,9 @@ func (ep *Endpoint) sendTag(r *Request) error {
 		ep.w.complete(r, nil)
 		return nil
 	}
+	if n > ep.bcopyMax && n <= ep.tagFragMax && ep.fo == nil {
+		return ep.sendTagFrags(r)
+	}
 	if n >= ep.rndvMin {
 		return ep.sendRTS(r)
 	}

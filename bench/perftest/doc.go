@@ -485,4 +485,33 @@
 // one send and one receive per message: 8-byte tag_bw runs at several
 // times UCX's rate, 4 and 8 KiB at about UCX's, where copying and the
 // ICRC, not the calls, take the time.
+//
+// # rc tag messages of 4 to 64 KiB over lo
+//
+// A tag message above one eager fragment (8 KiB and 64 bytes on rc)
+// took the rendezvous: the RTS, the receiver's READ request, the READ's
+// responses, then the ATS off the critical path, three one-way trips
+// where an eager send takes one. Between two processes over lo each
+// trip costs a send call, the peer's receive and a pass of its engine,
+// so 16 KiB tag_lat took about four times the time of 8 KiB. Tag
+// messages up to 16 KiB now go eager in fragments on rc lanes (ucp's
+// tag_frag.go). Each fragment is a message of its own (a GSO datagram,
+// a completion, a copy into the SRQ's buffer and one out of it), and
+// the responder used to ACK each fragment taken in a pass of its own:
+// one ACK datagram per fragment (strace -c: 1.6 ACK-only sendmsg per
+// 64 KiB message sent in 8 fragments, 0.01 once a deferred ACK is held
+// while each pass finds more requests; see verbs' releaseAcks). Even
+// so, the fragments win only while they are few: alternated with the
+// rendezvous (after/before of medians, 4-6 rounds a series),
+//
+//	size     tag_lat eager   tag_bw eager
+//	16 KiB   0.47-0.56       1.12-1.26
+//	32 KiB   0.61-0.88       0.73, 0.82 (1.01 in 4 rounds)
+//	64 KiB   0.97 (4)        0.55 (4)
+//
+// so 32 and 64 KiB keep to the rendezvous, whose GET moves the data in
+// one READ from where it lies. 4 and 8 KiB (one eager fragment) were
+// unchanged (1.02 and 1.01, 8 rounds).
+//
+//	UCGO_PERFTEST_NO_NETNS=1 chrt -r 1 perftest -l -x rc -t tag_lat -s 16384 -n 5000 -w 500 --json
 package main

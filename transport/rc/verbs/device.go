@@ -175,6 +175,7 @@ type Device struct {
 	lastProg  atomic.Int64 // ns since epoch of the last progress run
 	ready     []*QP        // QPs with something to transmit
 	acks      []*QP        // QPs with a deferred ACK (see deferAck)
+	ackHeld   int          // packets received while deferred ACKs were held (releaseAcks)
 	timed     []*QP        // QPs with an armed timer
 	nextTimer int64        // ns since epoch; 0: none
 	tx        txBatch

@@ -87,8 +87,13 @@
 // immediate) is deferred: the consumer of the completion usually answers
 // at once, and the ACK then leaves behind the answer in the same
 // sendmmsg. A deferred ACK goes out with the next batch the device
-// sends, at the start of the next engine pass, or before its QP leaves
-// its state, whichever comes first; NextTimeout is zero while one waits.
+// sends, at the end of the first engine pass whose receive finds the
+// socket empty, or before its QP leaves its state, whichever comes
+// first: while every pass finds more requests (a peer's burst taken a
+// datagram at a time, such as the fragments of one large message), one
+// coalesced ACK covers them, sent at the latest once 64 packets have
+// arrived since it was held (an eighth of the largest window);
+// NextTimeout is zero while one waits.
 //
 // So that a peer is not stalled when the owner stops driving the engine
 // (a process busy elsewhere, a thread blocked in its own wait), a

@@ -24,15 +24,41 @@ func (d *Device) markReady(qp *QP) {
 // that completed a receive: the consumer of that completion is likely to
 // answer, and the ACK then leaves in the same sendmmsg as the answer
 // (after it). A deferred ACK goes out with the next batch the device
-// sends, or at the latest at the start of the next engine pass; the IB
-// spec lets a responder coalesce ACKs, and the requester's ACK timeout
-// (16 ms at the least here, usually far more) is never at risk.
+// sends, or at the end of a pass that finds the socket empty or has
+// held it long enough (releaseAcks); the IB spec lets a responder
+// coalesce ACKs, and the requester's ACK timeout (16 ms at the least
+// here, usually far more) is never at risk.
 func (d *Device) deferAck(qp *QP) {
 	if !qp.inAcks {
 		qp.inAcks = true
 		d.acks = append(d.acks, qp)
 	}
 }
+
+// releaseAcks ends a pass's hold on the deferred ACKs: they become ready
+// for its transmit stage when its receive found the socket empty (the
+// peer's burst, if any, has ended) or when the pass and those before it
+// since the ACKs were last sent received ackHoldMax packets. While
+// datagrams keep arriving one pass at a time (a peer's multi-message
+// burst taken by single receives), the requests they carry are thus
+// acknowledged by one coalesced ACK instead of one ACK each; a deferred
+// ACK still rides along with any batch the device sends (flushTx).
+func (d *Device) releaseAcks(received bool) {
+	if len(d.acks) == 0 {
+		d.ackHeld = 0
+		return
+	}
+	if received && d.ackHeld < ackHoldMax {
+		return
+	}
+	d.ackHeld = 0
+	d.promoteAcks()
+}
+
+// ackHoldMax bounds the packets received while deferred ACKs are held
+// (releaseAcks): an eighth of the requester's largest window (512 PSNs),
+// so that a streaming peer does not wait for an ACK.
+const ackHoldMax = 64
 
 // promoteAcks makes every deferred ACK ready for the transmit stage.
 func (d *Device) promoteAcks() {
@@ -159,7 +185,6 @@ func (d *Device) progressFor(g *uct.ProgressGroup) {
 		defer g.Leave()
 	}
 	d.armWatchdog(now)
-	d.promoteAcks()
 	handled := 0
 	received := false
 	for round := 0; round < maxRxRounds; round++ {
@@ -181,6 +206,7 @@ func (d *Device) progressFor(g *uct.ProgressGroup) {
 				p, b = groNext(b, seg)
 				d.handle(p, src, k)
 				handled++
+				d.ackHeld++
 				if len(b) == 0 {
 					break
 				}
@@ -202,6 +228,7 @@ func (d *Device) progressFor(g *uct.ProgressGroup) {
 		d.promoteAcks()
 		d.transmit()
 	}
+	d.releaseAcks(received)
 	if d.nextTimer != 0 {
 		// A pass that received nothing took a system call's time: the
 		// clock read at its start serves, one read less per empty poll.

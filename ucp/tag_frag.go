@@ -1,0 +1,123 @@
+package ucp
+
+import (
+	"time"
+
+	"github.com/ucgo/ucgo/uct"
+)
+
+// Eager tag messages in fragments. On a lane whose eager sends copy (no
+// AM zero-copy) and whose latency is a network's, a rendezvous costs two
+// one-way trips more than an eager send (the RTS, then the receiver's
+// GET request before the data): over rc on one host each is a system
+// call on both sides and a pass of the peer's engine. So, with the
+// rendezvous threshold left to its default (RndvThresh 0), tag messages
+// larger than one fragment and up to tagFragAuto go eager in fragments
+// of the AM lane's bcopy size (amTagFrag, the encoding of amUserFrag
+// with the tag as its header), reassembled on arrival as active
+// messages are (addFrag, bounded by the same limits) and then matched as
+// one eager message. Every fragment is a message of its own on the lane
+// (its datagram, its completion, its copies in and out of a receive
+// buffer), while a rendezvous GET moves the data in one READ, so the
+// fragments win only while they are few: between two processes over lo
+// (perftest, alternated with the rendezvous), 16 KiB tag_lat took about
+// half the time eager and tag_bw rose; 32 KiB tag_lat took 0.6-0.8 of
+// it but its tag_bw fell to 0.82 and 0.73 in two series of six rounds
+// (even in one of four), and 64 KiB
+// tag_lat was no faster while its tag_bw fell by almost half. With
+// failover on, tag messages above one fragment keep to rendezvous.
+
+// amTagFrag carries one fragment of an eager tag message (see
+// amUserFrag; the header, at offset 0 only, is the tag u64).
+const amTagFrag = 26
+
+// tagFragAuto is the largest tag message sent eager in fragments by
+// default, on lanes that qualify (tagFragLane).
+const tagFragAuto = 16 << 10
+
+// tagFragLatency is the lane latency from which a lane counts as a
+// network's for tagFragLane.
+const tagFragLatency = time.Microsecond
+
+// tagFragMaxFor returns the largest tag message ep sends eager in
+// fragments over an AM lane with attributes at; at most one fragment
+// (ep.bcopyMax) where fragments are not used (lock held).
+func (ep *Endpoint) tagFragMaxFor(at *uct.IfaceAttr) int {
+	if ep.w.cfg.RndvThresh != 0 || ep.rmaLane < 0 || !tagFragLane(at) {
+		return ep.bcopyMax
+	}
+	return max(ep.bcopyMax, tagFragAuto)
+}
+
+// tagFragLane reports whether a lane sends tag messages of a few
+// fragments faster eager than by rendezvous: its eager zero-copy copies
+// anyway (or it has none) and its latency is a network's.
+func tagFragLane(at *uct.IfaceAttr) bool {
+	zc := at.Cap.Has(uct.CapAMZcopy) && at.AMZcopyMin <= at.AMMaxZcopy
+	return !zc && at.Latency >= tagFragLatency && at.AMMaxBcopy > userFragHdr+8
+}
+
+// sendTagFrags sends r's fragments from r.amOff on (lock held). The AM
+// lane is ordered and r stays at the head of the endpoint's queue on
+// back-pressure, so the fragments of one message arrive in order and a
+// retry goes on with the same message id (r.fragMid).
+func (ep *Endpoint) sendTagFrags(r *Request) error {
+	r.deep = true // amOff and fragMid are cleared when r is put back
+	if r.fragMid == 0 {
+		ep.w.amSeq++
+		r.fragMid = ep.w.amSeq
+	}
+	var tag [8]byte
+	le.PutUint64(tag[:], r.tag)
+	for {
+		off := r.amOff
+		f := userFrag{dst: ep.rid, mid: r.fragMid, total: uint64(len(r.buf)), off: uint64(off)}
+		room := ep.amMaxBcopy() - userFragHdr
+		if off == 0 {
+			f.hdr = tag[:]
+			room -= len(tag)
+		}
+		r.hdr = f.encode(r.hdr[:0])
+		end := min(off+room, len(r.buf))
+		if _, err := ep.lanes[ep.amLane].ep.AMBcopy(amTagFrag, r.hdr, r.buf[off:end]); err != nil {
+			return err
+		}
+		r.amOff = end
+		if end == len(r.buf) {
+			break
+		}
+	}
+	ep.w.complete(r, nil)
+	return nil
+}
+
+// onTagFrag adds a fragment of an eager tag message to its message and
+// matches the message once it is complete.
+func (w *Worker) onTagFrag(_ any, data []byte, _ uct.AMFlags) {
+	m, err := decodeUserFrag(data)
+	if err != nil || m.off == 0 && len(m.hdr) != 8 {
+		return
+	}
+	w.lockCB()
+	ep := w.epByID(m.dst)
+	if ep == nil || ep.err != nil {
+		if ep == nil {
+			w.stats.ClosedDrops++
+		} else {
+			w.stats.FailedDrops.TagEager++
+		}
+		w.unlockCB()
+		return
+	}
+	a, fail := w.addFrag(ep, &m)
+	if a == nil {
+		w.unlockCB()
+		if fail != nil {
+			w.reasmFailed(ep, m.total, fail)
+		}
+		return
+	}
+	w.eagerArrive(ep, le.Uint64(a.hdr), a.buf) // copies a.buf
+	w.putAMBuf(a.buf)
+	w.unlockCB()
+}
