@@ -108,17 +108,26 @@ func (ep *Endpoint) sendAMFrags(r *Request) error {
 		ep.w.amSeq++
 		r.tag = ep.w.amSeq
 	}
+	return ep.sendFrags(r, amUserFrag, userFrag{dst: ep.rid, id: r.amID, mid: r.tag}, r.amHdr)
+}
+
+// sendFrags sends r.buf from r.amOff on as fragments of message f (its
+// dst, id and mid set) in AMs of id, hdr in the first, and completes r
+// once the last is sent (lock held). On an error r.amOff says where the
+// retry goes on.
+func (ep *Endpoint) sendFrags(r *Request, id uint8, f userFrag, hdr []byte) error {
+	f.total = uint64(len(r.buf))
 	for {
 		off := r.amOff
-		f := userFrag{dst: ep.rid, id: r.amID, mid: r.tag, total: uint64(len(r.buf)), off: uint64(off)}
+		f.off, f.hdr = uint64(off), nil
 		room := ep.amMaxBcopy() - userFragHdr
 		if off == 0 {
-			f.hdr = r.amHdr
-			room -= len(r.amHdr)
+			f.hdr = hdr
+			room -= len(hdr)
 		}
 		r.hdr = f.encode(r.hdr[:0])
 		end := min(off+room, len(r.buf))
-		if err := ep.amSend(amUserFrag, r.hdr, r.buf[off:end]); err != nil {
+		if err := ep.amSend(id, r.hdr, r.buf[off:end]); err != nil {
 			return err
 		}
 		r.amOff = end

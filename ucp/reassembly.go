@@ -92,27 +92,8 @@ func (w *Worker) reasmGrow(a *amAsm, n int) bool {
 // onUserFrag adds a fragment to its message and runs the handler when
 // the message is complete.
 func (w *Worker) onUserFrag(_ any, data []byte, _ uct.AMFlags) {
-	m, err := decodeUserFrag(data)
-	if err != nil {
-		return
-	}
-	w.lockCB()
-	ep := w.epByID(m.dst)
-	if ep == nil || ep.err != nil {
-		if ep == nil {
-			w.stats.ClosedDrops++
-		} else {
-			w.stats.FailedDrops.AMFrag++
-		}
-		w.unlockCB()
-		return
-	}
-	a, fail := w.addFrag(ep, &m)
+	ep, a := w.fragArrive(data, -1, &w.stats.FailedDrops.AMFrag)
 	if a == nil {
-		w.unlockCB()
-		if fail != nil {
-			w.reasmFailed(ep, m.total, fail)
-		}
 		return
 	}
 	h := w.am[a.id]
@@ -133,6 +114,38 @@ func (w *Worker) onUserFrag(_ any, data []byte, _ uct.AMFlags) {
 		w.unlockCB()
 	}
 	w.eagerMsgDone(msg)
+}
+
+// fragArrive decodes an arrived fragment and adds it to its message. It
+// returns the message's endpoint and, once the message is complete, the
+// message, with the callback lock held; otherwise a nil message, the
+// lock released. hdrLen is the length the first fragment's header must
+// have (-1: any); failed counts fragments for an endpoint in error.
+func (w *Worker) fragArrive(data []byte, hdrLen int, failed *uint64) (*Endpoint, *amAsm) {
+	m, err := decodeUserFrag(data)
+	if err != nil || hdrLen >= 0 && m.off == 0 && len(m.hdr) != hdrLen {
+		return nil, nil
+	}
+	w.lockCB()
+	ep := w.epByID(m.dst)
+	if ep == nil || ep.err != nil {
+		if ep == nil {
+			w.stats.ClosedDrops++
+		} else {
+			*failed++
+		}
+		w.unlockCB()
+		return nil, nil
+	}
+	a, fail := w.addFrag(ep, &m)
+	if a == nil {
+		w.unlockCB()
+		if fail != nil {
+			w.reasmFailed(ep, m.total, fail)
+		}
+		return nil, nil
+	}
+	return ep, a
 }
 
 // addFrag adds fragment m from ep to its message and returns the message

@@ -69,52 +69,15 @@ func (ep *Endpoint) sendTagFrags(r *Request) error {
 	}
 	var tag [8]byte
 	le.PutUint64(tag[:], r.tag)
-	for {
-		off := r.amOff
-		f := userFrag{dst: ep.rid, mid: r.fragMid, total: uint64(len(r.buf)), off: uint64(off)}
-		room := ep.amMaxBcopy() - userFragHdr
-		if off == 0 {
-			f.hdr = tag[:]
-			room -= len(tag)
-		}
-		r.hdr = f.encode(r.hdr[:0])
-		end := min(off+room, len(r.buf))
-		if _, err := ep.lanes[ep.amLane].ep.AMBcopy(amTagFrag, r.hdr, r.buf[off:end]); err != nil {
-			return err
-		}
-		r.amOff = end
-		if end == len(r.buf) {
-			break
-		}
-	}
-	ep.w.complete(r, nil)
-	return nil
+	// failover is off (sendTag): amSend is the AM lane's AMBcopy
+	return ep.sendFrags(r, amTagFrag, userFrag{dst: ep.rid, mid: r.fragMid}, tag[:])
 }
 
 // onTagFrag adds a fragment of an eager tag message to its message and
 // matches the message once it is complete.
 func (w *Worker) onTagFrag(_ any, data []byte, _ uct.AMFlags) {
-	m, err := decodeUserFrag(data)
-	if err != nil || m.off == 0 && len(m.hdr) != 8 {
-		return
-	}
-	w.lockCB()
-	ep := w.epByID(m.dst)
-	if ep == nil || ep.err != nil {
-		if ep == nil {
-			w.stats.ClosedDrops++
-		} else {
-			w.stats.FailedDrops.TagEager++
-		}
-		w.unlockCB()
-		return
-	}
-	a, fail := w.addFrag(ep, &m)
+	ep, a := w.fragArrive(data, 8, &w.stats.FailedDrops.TagEager)
 	if a == nil {
-		w.unlockCB()
-		if fail != nil {
-			w.reasmFailed(ep, m.total, fail)
-		}
 		return
 	}
 	w.eagerArrive(ep, le.Uint64(a.hdr), a.buf) // copies a.buf
