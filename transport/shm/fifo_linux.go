@@ -49,25 +49,7 @@ func (it *Iface) deliver() int {
 	it.releaseDelivered()
 	n := 0
 	for n < deliverMax && it.rx.ready(it.head) {
-		c := it.rx.cell(it.head)
-		ln := int(*u32at(c, 8))
-		id := c[12] & uct.MaxAMID
-		var data []byte
-		if ln <= inlineMax {
-			data = c[cellHdr : cellHdr+ln]
-		} else if ln <= bufSize {
-			data = it.rx.buf(it.head)[:ln]
-		} else {
-			it.badLength(ln, uct.AMSource(*u64at(c, cellSrc)))
-			it.head++
-			n++
-			continue
-		}
-		if e := it.handler[id]; e.hs != nil {
-			e.hs(e.arg, data, 0, uct.AMSource(*u64at(c, cellSrc)))
-		} else if e.h != nil {
-			e.h(e.arg, data, 0)
-		}
+		it.deliverCell(it.head)
 		it.head++
 		n++
 	}
@@ -75,6 +57,30 @@ func (it *Iface) deliver() int {
 		it.notify.CompletedN(n, uct.CompletionInfo{Queue: uct.NotifyRecv})
 	}
 	return n
+}
+
+// deliverCell runs the handler of the published cell of round r, or
+// drops it for a bad length (deliver, and deliverAround for the cells
+// behind a held head).
+func (it *Iface) deliverCell(r uint64) {
+	c := it.rx.cell(r)
+	ln := int(*u32at(c, 8))
+	id := c[12] & uct.MaxAMID
+	var data []byte
+	switch {
+	case ln <= inlineMax:
+		data = c[cellHdr : cellHdr+ln]
+	case ln <= bufSize:
+		data = it.rx.buf(r)[:ln]
+	default:
+		it.badLength(ln, uct.AMSource(*u64at(c, cellSrc)))
+		return
+	}
+	if e := it.handler[id]; e.hs != nil {
+		e.hs(e.arg, data, 0, uct.AMSource(*u64at(c, cellSrc)))
+	} else if e.h != nil {
+		e.h(e.arg, data, 0)
+	}
 }
 
 // dispatchPendingAll dispatches the pending requests of every endpoint.

@@ -161,10 +161,11 @@ func (it *Iface) deliverBehind(limit int) int {
 		if w == 0 {
 			break
 		}
-		if !it.rx.ready(r) || slices.Contains(h.blocked, w) {
-			if !slices.Contains(h.blocked, w) {
-				h.blocked = append(h.blocked, w)
-			}
+		if slices.Contains(h.blocked, w) {
+			continue
+		}
+		if !it.rx.ready(r) {
+			h.blocked = append(h.blocked, w) // its later cells wait too
 			continue
 		}
 		it.deliverCell(r)
@@ -173,27 +174,4 @@ func (it *Iface) deliverBehind(limit int) int {
 		n++
 	}
 	return n
-}
-
-// deliverCell runs the handler of the published cell of round r (or
-// drops it for a bad length), as deliver does for the head.
-func (it *Iface) deliverCell(r uint64) {
-	c := it.rx.cell(r)
-	ln := int(*u32at(c, 8))
-	id := c[12] & uct.MaxAMID
-	var data []byte
-	switch {
-	case ln <= inlineMax:
-		data = c[cellHdr : cellHdr+ln]
-	case ln <= bufSize:
-		data = it.rx.buf(r)[:ln]
-	default:
-		it.badLength(ln, uct.AMSource(*u64at(c, cellSrc)))
-		return
-	}
-	if e := it.handler[id]; e.hs != nil {
-		e.hs(e.arg, data, 0, uct.AMSource(*u64at(c, cellSrc)))
-	} else if e.h != nil {
-		e.h(e.arg, data, 0)
-	}
 }
