@@ -1,7 +1,6 @@
 package ucp
 
 import (
-	"bytes"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -122,12 +121,7 @@ func TestTagRC(t *testing.T) {
 				s := ep.TagSend(out, mkTag(0, uint32(100+i)), nil)
 				nd.must(nd.wait(s))
 				nd.must(nd.wait(r))
-				if got := r.Info(); got.Length != n || got.Tag != tag || got.Sender != ep {
-					t.Fatalf("size %d: info %+v", n, got)
-				}
-				if !bytes.Equal(in[:n], out) {
-					t.Fatalf("size %d: content differs", n)
-				}
+				checkTagRecv(t, r, tag, ep, in, out)
 				r.Release()
 				s.Release()
 			}

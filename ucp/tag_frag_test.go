@@ -1,7 +1,6 @@
 package ucp
 
 import (
-	"bytes"
 	"testing"
 )
 
@@ -46,12 +45,7 @@ func TestTagFragRC(t *testing.T) {
 				r = nd.w.TagRecv(in, tag, exact, nil)
 			}
 			nd.must(nd.wait(r))
-			if got := r.Info(); got.Length != n || got.Tag != tag || got.Sender != ep {
-				t.Fatalf("size %d: info %+v", n, got)
-			}
-			if !bytes.Equal(in[:n], out) {
-				t.Fatalf("size %d: content differs", n)
-			}
+			checkTagRecv(t, r, tag, ep, in, out)
 			r.Release()
 			s.Release()
 		}

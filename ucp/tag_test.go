@@ -105,12 +105,7 @@ func TestTagProtocols(t *testing.T) {
 					s := ep.TagSend(out, mkTag(0, uint32(100+i)), nil)
 					nd.must(nd.wait(s))
 					nd.must(nd.wait(r))
-					if got := r.Info(); got.Length != n || got.Tag != mkTag(1, uint32(100+i)) || got.Sender != ep {
-						t.Fatalf("size %d: info %+v", n, got)
-					}
-					if !bytes.Equal(in[:n], out) {
-						t.Fatalf("size %d: content differs", n)
-					}
+					checkTagRecv(t, r, mkTag(1, uint32(100+i)), ep, in, out)
 					r.Release()
 					s.Release()
 				}
@@ -254,4 +249,17 @@ func TestCancelRecvAndCallback(t *testing.T) {
 	nd.must(nd.wait(nd.w.TagRecv(in, mkTag(1, 78), exact, nil)))
 	nd.quit(1)
 	nd.exitOK(1)
+}
+
+// checkTagRecv checks that receive r into in took out, with tag, from
+// sender.
+func checkTagRecv(t *testing.T, r *Request, tag uint64, sender *Endpoint, in, out []byte) {
+	t.Helper()
+	n := len(out)
+	if got := r.Info(); got.Length != n || got.Tag != tag || got.Sender != sender {
+		t.Fatalf("size %d: info %+v", n, got)
+	}
+	if !bytes.Equal(in[:n], out) {
+		t.Fatalf("size %d: content differs", n)
+	}
 }
