@@ -7,7 +7,8 @@ import (
 	"github.com/ucgo/ucgo/uct"
 )
 
-// Reassembly of active messages larger than one fragment. The first
+// Reassembly of active messages, and of eager tag messages, larger than
+// one fragment. The first
 // fragment announces the message's length, but memory is taken only as
 // fragments arrive: the assembly buffer starts small and doubles (up to
 // the announced length), and every byte of it is charged to the sending
@@ -92,7 +93,7 @@ func (w *Worker) reasmGrow(a *amAsm, n int) bool {
 // onUserFrag adds a fragment to its message and runs the handler when
 // the message is complete.
 func (w *Worker) onUserFrag(_ any, data []byte, _ uct.AMFlags) {
-	ep, a := w.fragArrive(data, -1, &w.stats.FailedDrops.AMFrag)
+	ep, a := w.fragArrive(data, "active message", -1, &w.stats.FailedDrops.AMFrag)
 	if a == nil {
 		return
 	}
@@ -119,9 +120,10 @@ func (w *Worker) onUserFrag(_ any, data []byte, _ uct.AMFlags) {
 // fragArrive decodes an arrived fragment and adds it to its message. It
 // returns the message's endpoint and, once the message is complete, the
 // message, with the callback lock held; otherwise a nil message, the
-// lock released. hdrLen is the length the first fragment's header must
-// have (-1: any); failed counts fragments for an endpoint in error.
-func (w *Worker) fragArrive(data []byte, hdrLen int, failed *uint64) (*Endpoint, *amAsm) {
+// lock released. kind names the message in a failure's report; hdrLen
+// is the length the first fragment's header must have (-1: any); failed
+// counts fragments for an endpoint in error.
+func (w *Worker) fragArrive(data []byte, kind string, hdrLen int, failed *uint64) (*Endpoint, *amAsm) {
 	m, err := decodeUserFrag(data)
 	if err != nil || hdrLen >= 0 && m.off == 0 && len(m.hdr) != hdrLen {
 		return nil, nil
@@ -141,7 +143,7 @@ func (w *Worker) fragArrive(data []byte, hdrLen int, failed *uint64) (*Endpoint,
 	if a == nil {
 		w.unlockCB()
 		if fail != nil {
-			w.reasmFailed(ep, m.total, fail)
+			w.reasmFailed(ep, kind, m.total, fail)
 		}
 		return nil, nil
 	}
@@ -189,14 +191,14 @@ func (w *Worker) addFrag(ep *Endpoint, m *userFrag) (a *amAsm, fail error) {
 	return a, nil
 }
 
-// reasmFailed counts and reports an active message that failed its
-// reassembly (called without the lock, from a uct callback).
-func (w *Worker) reasmFailed(ep *Endpoint, length uint64, cause error) {
+// reasmFailed counts and reports a message of the given kind that failed
+// its reassembly (called without the lock, from a uct callback).
+func (w *Worker) reasmFailed(ep *Endpoint, kind string, length uint64, cause error) {
 	w.lockCB()
 	w.stats.AMReassemblyDrops++
 	w.unlockCB()
 	w.dropEvent(DropEvent{Reason: DropReassemblyLimit, Endpoint: ep, Length: length,
-		Err: fmt.Errorf("ucp: active message from %s: %w: %w", ep.name, uct.ErrNoMemory, cause)})
+		Err: fmt.Errorf("ucp: %s from %s: %w: %w", kind, ep.name, uct.ErrNoMemory, cause)})
 }
 
 // amBufMax bounds the assembly buffers the worker keeps for reuse.

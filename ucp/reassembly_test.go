@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/ucgo/ucgo/uct"
@@ -151,5 +152,36 @@ func TestReassemblyLimits(t *testing.T) {
 	w.unlock()
 	if held != 0 {
 		t.Errorf("%d bytes of reassembly memory still charged", held)
+	}
+}
+
+// An eager tag message in fragments that fails its reassembly is
+// reported as a tag message, and the endpoint carries the next one.
+func TestReassemblyTagMessageReport(t *testing.T) {
+	w := hostileWorker(t, Config{})
+	var drops []DropEvent
+	w.SetDropHandler(func(e DropEvent) { drops = append(drops, e) })
+	p := newRawPeer(t, w)
+	tag := le.AppendUint64(nil, 77)
+	p.send(amTagFrag, p.frag(p.dst, 0, 1, 1<<30, 0, tag, make([]byte, 64)))
+	p.settle()
+	if len(drops) != 1 {
+		t.Fatalf("%d drop events, want 1", len(drops))
+	}
+	e := drops[0]
+	if e.Reason != DropReassemblyLimit || e.Length != 1<<30 || !errors.Is(e.Err, uct.ErrNoMemory) || !strings.Contains(e.Err.Error(), "tag message") {
+		t.Fatalf("drop event %+v (%v), want a tag message's reassembly failure", e, e.Err)
+	}
+	if n := w.Stats().AMReassemblyDrops; n != 1 {
+		t.Errorf("AMReassemblyDrops = %d, want 1", n)
+	}
+	msg := pattern(3000, 5)
+	p.send(amTagFrag, p.frag(p.dst, 0, 2, uint64(len(msg)), 0, tag, msg[:1000]))
+	p.send(amTagFrag, p.frag(p.dst, 0, 2, uint64(len(msg)), 1000, nil, msg[1000:]))
+	buf := make([]byte, len(msg))
+	r := w.TagRecv(buf, 77, ^uint64(0), nil)
+	p.progressUntil("the next tag message", r.Done)
+	if r.Err() != nil || !bytes.Equal(buf, msg) {
+		t.Fatalf("next tag message: %v, intact %v", r.Err(), bytes.Equal(buf, msg))
 	}
 }

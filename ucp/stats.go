@@ -13,8 +13,8 @@ type WorkerStats struct {
 	// AMNoHandler counts active messages dropped because no handler was
 	// installed for their id.
 	AMNoHandler uint64
-	// AMReassemblyDrops counts active messages in fragments that failed
-	// because they would exceed the reassembly limits
+	// AMReassemblyDrops counts active messages and eager tag messages in
+	// fragments that failed because they would exceed the reassembly limits
 	// (Config.AMReassemblyMax, AMReassemblyPeerMax).
 	AMReassemblyDrops uint64
 	// LaneMismatch counts messages dropped because they named an

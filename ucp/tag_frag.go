@@ -76,7 +76,7 @@ func (ep *Endpoint) sendTagFrags(r *Request) error {
 // onTagFrag adds a fragment of an eager tag message to its message and
 // matches the message once it is complete.
 func (w *Worker) onTagFrag(_ any, data []byte, _ uct.AMFlags) {
-	ep, a := w.fragArrive(data, 8, &w.stats.FailedDrops.TagEager)
+	ep, a := w.fragArrive(data, "tag message", 8, &w.stats.FailedDrops.TagEager)
 	if a == nil {
 		return
 	}
