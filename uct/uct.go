@@ -2,6 +2,7 @@ package uct
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -45,6 +46,10 @@ type MDAttr struct {
 	MaxAlloc    int
 	MaxReg      int
 }
+
+// MaxRegion is the largest region this module's memory domains register
+// or allocate: 1 TiB, or the largest int where int has 32 bits.
+const MaxRegion = min(1<<40, math.MaxInt)
 
 // MD is a memory domain: it registers memory, allocates shareable memory and
 // unpacks remote keys. It also opens ifaces on its devices.

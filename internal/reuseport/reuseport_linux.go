@@ -140,7 +140,7 @@ func ensureBPFFS() error {
 		if err := unix.Statfs(BPFFS, &sfs); err != nil {
 			return false, err
 		}
-		return sfs.Type == unix.BPF_FS_MAGIC, nil
+		return uint32(sfs.Type) == unix.BPF_FS_MAGIC, nil
 	}
 	ok, err := isBPF()
 	if err != nil {

@@ -145,7 +145,7 @@ func (m *MD) Device() *verbs.Device { return m.dev }
 
 // Attr describes the MD.
 func (m *MD) Attr() uct.MDAttr {
-	return uct.MDAttr{Component: transportName, CanRegister: true, CanAlloc: true, RKeySize: rkeyLen, MaxAlloc: 1 << 40, MaxReg: 1 << 40}
+	return uct.MDAttr{Component: transportName, CanRegister: true, CanAlloc: true, RKeySize: rkeyLen, MaxAlloc: uct.MaxRegion, MaxReg: uct.MaxRegion}
 }
 
 func verbsAccess(a uct.Access) verbs.Access {

@@ -94,7 +94,7 @@ func (m *MD) dropMem(x *mem) {
 
 // Attr describes the MD.
 func (m *MD) Attr() uct.MDAttr {
-	return uct.MDAttr{Component: transportName, CanRegister: true, CanAlloc: true, RKeySize: rkeyLen, MaxAlloc: 1 << 40, MaxReg: 1 << 40}
+	return uct.MDAttr{Component: transportName, CanRegister: true, CanAlloc: true, RKeySize: rkeyLen, MaxAlloc: uct.MaxRegion, MaxReg: uct.MaxRegion}
 }
 
 // Close invalidates every key of the MD and frees the key table; memory
