@@ -72,7 +72,7 @@ const amMaxEager = 1 << 32
 // one fragment use rendezvous.
 func (ep *Endpoint) amRndvMin() int {
 	if ep.rmaLane < 0 {
-		return 1 << 62
+		return ThreshInf
 	}
 	if t := ep.w.cfg.RndvThresh; t > 0 {
 		return t
@@ -91,8 +91,8 @@ func (ep *Endpoint) sendAMLarge(r *Request) error {
 	if r.tag == 0 && len(r.buf) >= ep.amRndvMin() && userRTSFixed+len(r.amHdr)+maxRKeyBundle <= max {
 		return ep.sendAMRTS(r)
 	}
-	if len(r.buf) > amMaxEager {
-		return fmt.Errorf("active message of %d bytes > %d without rendezvous: %w", len(r.buf), amMaxEager, uct.ErrInvalidParam)
+	if uint64(len(r.buf)) > amMaxEager {
+		return fmt.Errorf("active message of %d bytes > %d without rendezvous: %w", len(r.buf), uint64(amMaxEager), uct.ErrInvalidParam)
 	}
 	return ep.sendAMFrags(r)
 }

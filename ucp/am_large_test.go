@@ -102,7 +102,7 @@ func testAMLarge(t *testing.T, mode failover.Mode) {
 			}
 			env := []string{EnvFailover + "=" + mode.String()}
 			if c.thres != "" {
-				cfg.RndvThresh = 1<<62 - 1
+				cfg.RndvThresh = ThreshInf
 				env = append(env, EnvRndvThresh+"="+c.thres)
 			}
 			if c.keep {

@@ -12,7 +12,7 @@ const amMsg = 41
 // or several) keeps its fields and data after later messages, and
 // RecvData reads it after its handler returned.
 func TestAMEagerMessageReuse(t *testing.T) {
-	ws, ep := shmPair(t, Config{RndvThresh: 1<<62 - 1}) // larger messages in eager fragments
+	ws, ep := shmPair(t, Config{RndvThresh: ThreshInf}) // larger messages in eager fragments
 	type call struct {
 		m    *AMMessage
 		id   uint16

@@ -2,6 +2,7 @@ package ucp
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"reflect"
@@ -71,7 +72,8 @@ type Config struct {
 	// largest eager message the AM lane carries in one fragment (or 8192).
 	// Messages that do not fit one eager fragment always use rendezvous.
 	// Active messages larger than one fragment go eager in fragments
-	// below it and by rendezvous from it ("inf": always in fragments).
+	// below it and by rendezvous from it ("inf", ThreshInf: always in
+	// fragments).
 	RndvThresh int
 	// RndvScheme picks the rendezvous data mover: RndvGet (default, the
 	// receiver GETs the sender's buffer) or RndvPut (the receiver sends a
@@ -368,11 +370,14 @@ func readEnv(cfg *Config, getenv func(string) string) error {
 	return nil
 }
 
+// ThreshInf is the size threshold "inf" sets: no message reaches it.
+const ThreshInf = math.MaxInt >> 1
+
 // parseSize parses "8192", "8k", "1m", "inf".
 func parseSize(v string) (int, error) {
 	s := strings.ToLower(strings.TrimSpace(v))
 	if s == "inf" || s == "infinity" {
-		return 1<<62 - 1, nil
+		return ThreshInf, nil
 	}
 	mul := 1
 	switch {

@@ -11,7 +11,7 @@ import (
 // A worker that takes active messages in fragments of at most 64 KiB per
 // peer drops a larger one, and says so; the next message arrives.
 func ExampleWorker_SetDropHandler() {
-	uc, err := NewContext(Config{Transports: []uct.Component{shm.New()}, RndvThresh: 1 << 40, AMReassemblyPeerMax: 64 << 10})
+	uc, err := NewContext(Config{Transports: []uct.Component{shm.New()}, RndvThresh: ThreshInf, AMReassemblyPeerMax: 64 << 10})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -151,14 +151,14 @@ func (ep *Endpoint) pickLanes() bool {
 	ep.bcopyMax = at.AMMaxBcopy - eagerHdr
 	ep.zcopyMin = ep.eagerZcopyMin(at)
 	if !at.Cap.Has(uct.CapAMZcopy) || at.AMMaxZcopy < ep.bcopyMax+eagerHdr {
-		ep.zcopyMin = 1 << 62
+		ep.zcopyMin = ThreshInf
 	}
 	ep.rndvMin = ep.bcopyMax + 1
 	if cfg.RndvThresh > 0 && cfg.RndvThresh < ep.rndvMin {
 		ep.rndvMin = cfg.RndvThresh
 	}
 	if ep.rmaLane < 0 {
-		ep.rndvMin = 1 << 62 // no rendezvous: large messages fail
+		ep.rndvMin = ThreshInf // no rendezvous: large messages fail
 	}
 	ep.tagFragMax = ep.tagFragMaxFor(at)
 	if ep.fo != nil {

@@ -109,13 +109,13 @@ func (ep *Endpoint) seqLimits() {
 	f.amMax = m - seqHdr
 	ep.bcopyMax = f.amMax - eagerHdr
 	ep.shortMax = min(ep.shortMax, ep.bcopyMax)
-	ep.zcopyMin = 1 << 62
+	ep.zcopyMin = ThreshInf
 	ep.rndvMin = ep.bcopyMax + 1
 	if t := ep.w.cfg.RndvThresh; t > 0 && t < ep.rndvMin {
 		ep.rndvMin = t
 	}
 	if ep.rmaLane < 0 {
-		ep.rndvMin = 1 << 62
+		ep.rndvMin = ThreshInf
 	}
 }
 

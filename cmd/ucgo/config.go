@@ -40,7 +40,7 @@ var variables = []variable{
 	{ucp.EnvShortThresh, func(c ucp.Config) string { return orAuto(c.ShortThresh, "the AM lane's short limit") }},
 	{ucp.EnvZcopyThresh, func(c ucp.Config) string { return orAuto(c.ZcopyThresh, "4096") }},
 	{ucp.EnvRndvThresh, func(c ucp.Config) string {
-		if c.RndvThresh >= 1<<62-1 {
+		if c.RndvThresh >= ucp.ThreshInf {
 			return "inf"
 		}
 		return orAuto(c.RndvThresh, "one eager fragment of the AM lane")

@@ -26,8 +26,8 @@ func run(args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *laps < 1 || *laps >= 1<<bootstrap.RankShift {
-		return fmt.Errorf("-laps %d: want at least 1", *laps)
+	if *laps < 1 || uint64(*laps) >= 1<<bootstrap.RankShift {
+		return fmt.Errorf("-laps %d: want 1 to %d", *laps, uint64(1)<<bootstrap.RankShift-1)
 	}
 	w, err := bootstrap.Start(bootstrap.WorldOptions{})
 	if err != nil {
