@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/ucgo/ucgo/internal/tsc"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -146,24 +147,34 @@ func putBW(s *session, size, iters int) error {
 }
 
 // putShortStream posts iters short puts of size bytes, each followed by
-// its mark, as ucx_perftest's put_bw loop posts uct_ep_put_short and
-// calls ucx_perf_update: the endpoint, buffer, address and key are read
-// once, and only a put that did not complete at once goes through put,
-// which retries back-pressure.
+// its timestamp, as ucx_perftest's put_bw loop posts uct_ep_put_short and
+// runs ucx_perf_update inline: the endpoint, buffer, address and key are
+// read once, the meter's stamp is inlined (mark's out-of-line part runs
+// once every markBatch iterations), and only a put that did not complete
+// at once goes through put, which retries back-pressure.
 func (s *session) putShortStream(size, iters int) error {
-	ep, src, raddr, rkey := s.ep, s.src[:size], s.raddr, s.rkey
+	ep, src, raddr, rkey, m := s.ep, s.src[:size], s.raddr, s.rkey, &s.meter
 	for i := 0; i < iters; i++ {
 		if err := ep.PutShort(src, raddr, rkey); err != nil {
-			if again, err := s.retry(err); !again {
-				return fmt.Errorf("put: %w", err)
-			}
-			if err := s.put(size); err != nil {
+			if err := s.putAgain(size, err); err != nil {
 				return err
 			}
 		}
-		s.mark(i)
+		if now := tsc.Now(); m.stamp(now) {
+			m.lap(i, now)
+		}
 	}
 	return nil
+}
+
+// putAgain finishes a short put that PutShort refused with err: a put
+// refused for back-pressure is retried through put, any other error
+// ends the test.
+func (s *session) putAgain(size int, err error) error {
+	if again, err := s.retry(err); !again {
+		return fmt.Errorf("put: %w", err)
+	}
+	return s.put(size)
 }
 
 // getBW: the initiator streams gets with up to -O outstanding.
