@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 
-	"github.com/ucgo/ucgo/internal/tsc"
 	"github.com/ucgo/ucgo/uct"
 )
 
@@ -103,6 +102,9 @@ func (s *session) waitByte(i int, v byte) error {
 // buffer for the iteration's value, as ucx_perftest does. (The rest of the
 // message is not checked: a put's bytes may land in any order.)
 func putLat(s *session, size, iters int) error {
+	if size <= s.attr.PutMaxShort {
+		return putShortLat(s, size, iters)
+	}
 	last := size - 1
 	for i := 0; i < iters; i++ {
 		s.seq++
@@ -144,37 +146,6 @@ func putBW(s *session, size, iters int) error {
 		}
 	}
 	return s.endOneSided()
-}
-
-// putShortStream posts iters short puts of size bytes, each followed by
-// its timestamp, as ucx_perftest's put_bw loop posts uct_ep_put_short and
-// runs ucx_perf_update inline: the endpoint, buffer, address and key are
-// read once, the meter's stamp is inlined (mark's out-of-line part runs
-// once every markBatch iterations), and only a put that did not complete
-// at once goes through put, which retries back-pressure.
-func (s *session) putShortStream(size, iters int) error {
-	ep, src, raddr, rkey, m := s.ep, s.src[:size], s.raddr, s.rkey, &s.meter
-	for i := 0; i < iters; i++ {
-		if err := ep.PutShort(src, raddr, rkey); err != nil {
-			if err := s.putAgain(size, err); err != nil {
-				return err
-			}
-		}
-		if now := tsc.Now(); m.stamp(now) {
-			m.lap(i, now)
-		}
-	}
-	return nil
-}
-
-// putAgain finishes a short put that PutShort refused with err: a put
-// refused for back-pressure is retried through put, any other error
-// ends the test.
-func (s *session) putAgain(size int, err error) error {
-	if again, err := s.retry(err); !again {
-		return fmt.Errorf("put: %w", err)
-	}
-	return s.put(size)
 }
 
 // getBW: the initiator streams gets with up to -O outstanding.
