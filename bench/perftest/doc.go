@@ -55,12 +55,13 @@
 // message is acknowledged, so that neither side fills the other's FIFO
 // whichever of them starts first.
 // put_bw with puts that fit PutShort is ucx_perftest's uct put_bw loop
-// with the short layout: one put_short per iteration, each followed by
-// the iteration's timestamp, the endpoint, buffer, address and key read
-// once before the loop, and a put refused for back-pressure retried after
-// a progress call. ucx_perftest also calls progress after every 16th
-// completed put; shm puts complete in the call and leave nothing to
-// progress, so that call is left out.
+// with the short layout (put_short.go): one put_short per iteration, each
+// followed by the iteration's timestamp, the endpoint, buffer, address
+// and key read once before the loop, a put refused for back-pressure
+// retried after a progress call, and, as ucx_perftest's send_b does, one
+// progress call after every 16th put that completed at once (an shm put
+// leaves nothing to progress, but ucx_perftest's loop pays for the call).
+// put_lat with short puts runs the same put and progress per message.
 // put_lat and ucp_put_lat poll the last byte of their own buffer, as
 // ucx_perftest does, so they cannot sleep (-E sleep is refused).
 // tag_sync_lat is tag_lat with ucp.Endpoint.TagSendSync, which completes

@@ -12,7 +12,11 @@ import (
 // iteration's timestamp is the meter's stamp, inlined as ucx_perftest
 // inlines ucx_perf_update (mark's out-of-line part runs once every
 // markBatch iterations). Only a put that did not complete at once goes
-// through put, which retries back-pressure.
+// through put, which retries back-pressure. Like ucx_perftest's send_b,
+// which progresses the worker after every 16th put that completed at
+// once (N_SEND_B_PER_PROGRESS), they progress the iface once every
+// sendsPerProgress puts: an shm put leaves nothing to progress, but the
+// call is part of what ucx_perftest's loop costs.
 
 // putShortLat is putLat with short puts: a ping-pong in which each side
 // polls the last byte of its own buffer for the iteration's value.
@@ -26,6 +30,10 @@ func putShortLat(s *session, size, iters int) error {
 		if s.initiator {
 			if err := ep.PutShort(src, raddr, rkey); err != nil {
 				if err := s.putAgain(size, err); err != nil {
+					return err
+				}
+			} else if i%sendsPerProgress == 0 {
+				if err := s.poll(); err != nil {
 					return err
 				}
 			}
@@ -43,6 +51,10 @@ func putShortLat(s *session, size, iters int) error {
 				if err := s.putAgain(size, err); err != nil {
 					return err
 				}
+			} else if i%sendsPerProgress == 0 {
+				if err := s.poll(); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -57,6 +69,10 @@ func (s *session) putShortStream(size, iters int) error {
 	for i := 0; i < iters; i++ {
 		if err := ep.PutShort(src, raddr, rkey); err != nil {
 			if err := s.putAgain(size, err); err != nil {
+				return err
+			}
+		} else if i%sendsPerProgress == 0 {
+			if err := s.poll(); err != nil {
 				return err
 			}
 		}
