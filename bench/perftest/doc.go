@@ -55,12 +55,13 @@
 // message is acknowledged, so that neither side fills the other's FIFO
 // whichever of them starts first.
 // put_bw with puts that fit PutShort is ucx_perftest's uct put_bw loop
-// with the short layout: one put_short per iteration, each followed by
-// the iteration's timestamp, the endpoint, buffer, address and key read
-// once before the loop, and a put refused for back-pressure retried after
-// a progress call. ucx_perftest also calls progress after every 16th
-// completed put; shm puts complete in the call and leave nothing to
-// progress, so that call is left out.
+// with the short layout (put_short.go): one put_short per iteration, each
+// followed by the iteration's timestamp, the endpoint, buffer, address
+// and key read once before the loop, a put refused for back-pressure
+// retried after a progress call, and, as ucx_perftest's send_b does, one
+// progress call after every 16th put that completed at once (an shm put
+// leaves nothing to progress, but ucx_perftest's loop pays for the call).
+// put_lat with short puts runs the same put and progress per message.
 // put_lat and ucp_put_lat poll the last byte of their own buffer, as
 // ucx_perftest does, so they cannot sleep (-E sleep is refused).
 // tag_sync_lat is tag_lat with ucp.Endpoint.TagSendSync, which completes
@@ -136,6 +137,47 @@
 // binds a UDP port the kernel picks, which its iface address carries, so
 // several processes can share a host's address (mpiexec -n 2 on one
 // host).
+//
+// # Where an 8-byte shm put spends its time
+//
+// put_bw with 8-byte short puts, the initiator's loop per iteration, from
+// cpu-clock profiles of the initiating process of each tool (8M puts at
+// SCHED_RR 1; shares of the samples in the loop's functions):
+//
+//	perf record -e cpu-clock -F 25000 -- perftest -l -x shm -t put_bw -s 8 -n 8000000 -w 1000
+//	perf record -e cpu-clock -F 25000 -- ucx_perftest 127.0.0.1 -x posix -d memory -t put_bw -D short -s 8 -n 8000000 -c 0
+//
+//	                    ucgo                              UCX posix
+//	timestamp and loop  86 %  tsc.now 73 %, putShortStream  80 %  the runner's loop with
+//	                          with the inlined stamp 13 %         ucx_perf_update inlined
+//	the put             14 %  Endpoint.PutShort             20 %  uct_sm_ep_put_short,
+//	                                                              memcpy@plt, libc's memmove
+//
+// In one compare run in the host's fast state (-n 100000, 5 pairs) an
+// iteration took 13.4-14.0 ns here and 18 ns in ucx_perftest: about 10
+// ns of either is the RDTSC, which both loops execute once per put
+// (ucx_perftest's ucs_get_time); the put is about 2 ns here, 3.5 ns in
+// UCX. Both loops also progress once every 16 puts. PutShort stores the
+// 8 bytes with one move and pays, where UCX's put_short pays nothing,
+// the checks that the error model needs on every operation: the key's
+// view (the endpoint, the bounds and the right to write in two
+// compares), the endpoint's error, the peer's disabled word and the
+// key's generation word, about ten loads of lines that stay in this
+// core's cache. UCX's put_short instead calls memcpy through the PLT
+// even for 8 bytes.
+//
+// What the loop no longer does: the meter's mark was a call per
+// iteration (a frame, AddCount's append and the progress-line check,
+// every live register of the loop reloaded after it). Its per-iteration
+// part is now stamp, inlined into the loop, which writes the tick count
+// into the recorder's memory; the rest runs once every 256 iterations.
+// BenchmarkPutBWLoopCPU, 15 alternated rounds, went from 24.0 to 22.0
+// CPU-ns per 8-byte put (paired median 0.92; 256 bytes 0.94); the
+// progress call every 16 puts, made because ucx_perftest's loop makes
+// it, adds about 7 % back (23.7, 12 rounds). put_lat calls PutShort
+// directly instead of through put and retry.
+//
+//	chrt -r 1 ./perftest.test -test.run XXX -test.bench PutBWLoopCPU -test.benchtime 2000000x
 //
 // # Where an 8-byte tag message over shm spends its time
 //

@@ -102,6 +102,9 @@ func (s *session) waitByte(i int, v byte) error {
 // buffer for the iteration's value, as ucx_perftest does. (The rest of the
 // message is not checked: a put's bytes may land in any order.)
 func putLat(s *session, size, iters int) error {
+	if size <= s.attr.PutMaxShort {
+		return putShortLat(s, size, iters)
+	}
 	last := size - 1
 	for i := 0; i < iters; i++ {
 		s.seq++
@@ -143,27 +146,6 @@ func putBW(s *session, size, iters int) error {
 		}
 	}
 	return s.endOneSided()
-}
-
-// putShortStream posts iters short puts of size bytes, each followed by
-// its mark, as ucx_perftest's put_bw loop posts uct_ep_put_short and
-// calls ucx_perf_update: the endpoint, buffer, address and key are read
-// once, and only a put that did not complete at once goes through put,
-// which retries back-pressure.
-func (s *session) putShortStream(size, iters int) error {
-	ep, src, raddr, rkey := s.ep, s.src[:size], s.raddr, s.rkey
-	for i := 0; i < iters; i++ {
-		if err := ep.PutShort(src, raddr, rkey); err != nil {
-			if again, err := s.retry(err); !again {
-				return fmt.Errorf("put: %w", err)
-			}
-			if err := s.put(size); err != nil {
-				return err
-			}
-		}
-		s.mark(i)
-	}
-	return nil
 }
 
 // getBW: the initiator streams gets with up to -O outstanding.

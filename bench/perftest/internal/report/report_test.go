@@ -219,3 +219,36 @@ func TestRecorderLastStrided(t *testing.T) {
 		t.Errorf("after Reset: %v", l)
 	}
 }
+
+// Counts written into Direct's memory and committed are the samples
+// AddCount would have kept, and the figures derived from them the same.
+func TestRecorderDirect(t *testing.T) {
+	counts := []uint64{5, 7, 1 << 40, 3, 9}
+	byAdd := NewRecorder(len(counts))
+	for _, c := range counts {
+		byAdd.AddCount(c)
+	}
+	direct := NewRecorder(len(counts))
+	mem := direct.Direct()
+	if len(mem) < len(counts) {
+		t.Fatalf("Direct has room for %d of %d iterations", len(mem), len(counts))
+	}
+	for i, c := range counts {
+		mem[i] = uint32(min(c, math.MaxUint32))
+	}
+	direct.Commit(len(counts))
+	if !slices.Equal(direct.Samples(), byAdd.Samples()) {
+		t.Fatalf("direct samples %v, AddCount's %v", direct.Samples(), byAdd.Samples())
+	}
+	run := Run{Test: "put_bw", Size: 8, Iterations: len(counts), Elapsed: time.Microsecond}
+	if a, b := direct.Result(run), byAdd.Result(run); a != b {
+		t.Errorf("direct result %+v, AddCount's %+v", a, b)
+	}
+	direct.Commit(1 << 30)
+	if direct.Len() != cap(direct.Direct()) {
+		t.Errorf("Commit past the memory kept %d samples, want the capacity %d", direct.Len(), cap(direct.Direct()))
+	}
+	if (&Recorder{stride: 2}).Direct() != nil {
+		t.Error("a strided recorder offers Direct memory")
+	}
+}
