@@ -127,6 +127,9 @@ func (ep *Endpoint) sendFrags(r *Request, id uint8, f userFrag, hdr []byte) erro
 		}
 		r.hdr = f.encode(r.hdr[:0])
 		end := min(off+room, len(r.buf))
+		if end < len(r.buf) {
+			end = off + ep.fragAlign(len(r.hdr), end-off)
+		}
 		if err := ep.amSend(id, r.hdr, r.buf[off:end]); err != nil {
 			return err
 		}

@@ -154,6 +154,8 @@ func rcCounters(c *Context) verbs.Counters {
 		sum.ReadRetries += k.ReadRetries
 		sum.WatchdogRuns += k.WatchdogRuns
 		sum.TxCalls += k.TxCalls
+		sum.TxPackets += k.TxPackets
+		sum.TxDatagrams += k.TxDatagrams
 		sum.RxCalls += k.RxCalls
 		sum.RxEmpty += k.RxEmpty
 	}

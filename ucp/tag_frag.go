@@ -17,15 +17,17 @@ import (
 // with the tag as its header), reassembled on arrival as active
 // messages are (addFrag, bounded by the same limits) and then matched as
 // one eager message. Every fragment is a message of its own on the lane
-// (its datagram, its completion, its copies in and out of a receive
-// buffer), while a rendezvous GET moves the data in one READ, so the
-// fragments win only while they are few: between two processes over lo
-// (perftest, alternated with the rendezvous), 16 KiB tag_lat took about
-// half the time eager and tag_bw rose; 32 KiB tag_lat took 0.6-0.8 of
-// it but its tag_bw fell to 0.82 and 0.73 in two series of six rounds
-// (even in one of four), and 64 KiB
-// tag_lat was no faster while its tag_bw fell by almost half. With
-// failover on, tag messages above one fragment keep to rendezvous.
+// (its completion, its copies in and out of a receive buffer), while a
+// rendezvous GET moves the data in one READ, so the fragments win only
+// while they are few. Fragments cut to whole packets (fragAlign) leave
+// together in GSO datagrams of up to 15 packets of 4 KiB. Between two
+// processes over lo (perftest at real-time priority, alternated with the
+// rendezvous): 16 KiB tag_lat took about half the time eager; 32 KiB
+// tag_lat took 0.55-0.82 of it (six rounds) and its tag_bw rose by
+// 1.06-1.47 (eight rounds); 64 KiB tag_lat took 0.84-0.98 of it but its
+// tag_bw went either way (0.72-1.19, six rounds), so 64 KiB keeps to
+// the rendezvous. With failover on, tag messages above one fragment
+// keep to rendezvous.
 
 // amTagFrag carries one fragment of an eager tag message (see
 // amUserFrag; the header, at offset 0 only, is the tag u64).
@@ -33,7 +35,7 @@ const amTagFrag = 26
 
 // tagFragAuto is the largest tag message sent eager in fragments by
 // default, on lanes that qualify (tagFragLane).
-const tagFragAuto = 16 << 10
+const tagFragAuto = 32 << 10
 
 // tagFragLatency is the lane latency from which a lane counts as a
 // network's for tagFragLane.

@@ -16,8 +16,8 @@ import (
 func TestTagFragRC(t *testing.T) {
 	nd := netnsWorld(t, "echo", Config{})
 	ep := nd.eps[1]
-	if ep.tagFragMax <= ep.bcopyMax {
-		t.Fatalf("rc lane: tag fragments up to %d, one fragment %d; want eager fragments above one", ep.tagFragMax, ep.bcopyMax)
+	if ep.tagFragMax <= ep.bcopyMax || ep.tagFragMax < 32<<10 {
+		t.Fatalf("rc lane: tag fragments up to %d, one fragment %d; want eager fragments above one, up to 32 KiB at least", ep.tagFragMax, ep.bcopyMax)
 	}
 	// One round trip first: the endpoint knows its peer's id, and sends
 	// are no longer queued behind the wireup.
@@ -26,7 +26,7 @@ func TestTagFragRC(t *testing.T) {
 	nd.must(nd.wait(ep.TagSend(pattern(8, 1), mkTag(0, 299), nil)))
 	nd.must(nd.wait(r))
 	r.Release()
-	sizes := []int{ep.bcopyMax + 1, 2*ep.bcopyMax + 7, 16 << 10, ep.tagFragMax, ep.tagFragMax + 1}
+	sizes := []int{ep.bcopyMax + 1, 2*ep.bcopyMax + 7, 16 << 10, 32 << 10, ep.tagFragMax, ep.tagFragMax + 1}
 	for i, n := range sizes {
 		for _, early := range []bool{false, true} {
 			out := pattern(n, byte(i))

@@ -149,6 +149,15 @@ type IfaceAttr struct {
 	// AMZcopy costs less than AMBcopy, the transport's estimate; 0: no
 	// estimate (ucp then uses its own ZcopyThresh).
 	AMZcopyMin int
+	// AMBcopyAlign, when above zero: an AMBcopy message (header +
+	// payload) of k*AMBcopyAlign - AMBcopyAlignLess bytes (k ≥ 1) leaves
+	// in packets of one size only (whole path MTUs; AMBcopyAlignLess is
+	// what the last packet carries besides the message), so consecutive
+	// messages of such lengths travel together (on rc: in one GSO
+	// datagram). A protocol that cuts a long message into fragments
+	// gives every fragment but the last such a length.
+	AMBcopyAlign     int
+	AMBcopyAlignLess int
 
 	PutMaxShort int
 	PutMaxBcopy int

@@ -551,9 +551,23 @@
 //	32 KiB   0.61-0.88       0.73, 0.82 (1.01 in 4 rounds)
 //	64 KiB   0.97 (4)        0.55 (4)
 //
-// so 32 and 64 KiB keep to the rendezvous, whose GET moves the data in
+// so 32 and 64 KiB kept to the rendezvous, whose GET moves the data in
 // one READ from where it lies. 4 and 8 KiB (one eager fragment) were
-// unchanged (1.02 and 1.01, 8 rounds).
+// unchanged (1.02 and 1.01, 8 rounds). Fragments cut at the full bcopy
+// size left in a datagram each (the immediate makes a fragment's last
+// packet differ in size from the next one's first); cut to whole
+// packets (ucp's fragAlign, uct.IfaceAttr.AMBcopyAlign) one message's
+// fragments leave in one GSO datagram, and 16 KiB tag_lat took 0.86 of
+// the time (median of eight alternated rounds at real-time priority,
+// 0.76-1.22; six rounds at normal priority: 0.78-0.93),
+// while against the rendezvous
+//
+//	size     tag_lat eager   tag_bw eager
+//	32 KiB   0.55-0.82 (6)   1.06-1.47 (8)
+//	64 KiB   0.84-0.98 (6)   0.72-1.19 (6)
+//
+// so tag messages up to 32 KiB go eager in fragments, 64 KiB keeps to
+// the rendezvous.
 //
 //	UCGO_PERFTEST_NO_NETNS=1 chrt -r 1 perftest -l -x rc -t tag_lat -s 16384 -n 5000 -w 500 --json
 package main

@@ -238,6 +238,13 @@ func (it *Iface) Attr() uct.IfaceAttr {
 		// AMZcopy copies into a bounce buffer as AMBcopy does (see
 		// AMZcopy), so it never costs less.
 		AMZcopyMin: segSize + 1,
+		// An AM is one SEND with immediate (the AM id) whose payload is
+		// the message: k times the port's MTU (and so of every path MTU,
+		// a power of two not above it) less the immediate's 4 bytes
+		// fills whole packets of one size, which the device merges with
+		// the next message's into one GSO datagram.
+		AMBcopyAlign:     it.mtu.Bytes(),
+		AMBcopyAlignLess: 4,
 	}
 }
 
