@@ -67,8 +67,8 @@
 // a GSO datagram does, so that the peer receives the first while the rest
 // is built.
 //
-// PostSend copies the packets of messages up to 8 KiB and 64 bytes (an
-// 8 KiB payload with an upper layer's headers) into the transmit
+// PostSend copies the packets of messages up to 64 KiB and 64 bytes (a
+// 64 KiB payload with an upper layer's headers) into the transmit
 // batch and returns (a larger message leaves from where it lies before
 // PostSend returns, so the caller may reuse its memory at once either
 // way); the batch goes out (the doorbell rings) at the start of the next
