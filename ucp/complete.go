@@ -67,6 +67,22 @@ func (w *Worker) complete(r *Request, err error) {
 	}
 }
 
+// doneInPlace finishes a receive whose data is in place with success
+// without complete (lock held) and reports whether it could: a receive
+// of a single-goroutine worker with no callback, auto-release or
+// pending-failure notice, on no request list and not deep, needs only
+// its done mark and its buffer let go. It is inlined into the eager
+// receive path, which calls complete when it reports false. (A request
+// that is not done has no status yet, so r.err needs no store.)
+func (w *Worker) doneInPlace(r *Request) bool {
+	if w.safe || r.cb != nil || r.autoRel || r.notice != nil || r.list != nil || r.deep || r.fin {
+		return false
+	}
+	r.buf = nil
+	r.fin = true
+	return true
+}
+
 // completeDeep returns what a request that went past an eager send or
 // receive (deep) holds: registrations, an unpacked key, a stripe, a
 // rendezvous slot, its iov (lock held). A request that is not deep never

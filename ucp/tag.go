@@ -245,7 +245,9 @@ func (w *Worker) deliverEager(r *Request, ep *Endpoint, tag uint64, data []byte)
 		w.complete(r, opErr("tag_recv", ep.name, &TruncatedError{Length: len(data), Buffer: len(r.buf)}))
 		return
 	}
-	w.complete(r, nil)
+	if !w.doneInPlace(r) {
+		w.complete(r, nil)
+	}
 }
 
 // onEager handles an eager tag message (inside iface Progress).

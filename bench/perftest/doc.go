@@ -366,6 +366,43 @@
 // slow-state run), so compare's 8-byte tag_bw ratio to UCX reads low
 // (0.62, five pairs) while its typical time per send is 0.80 of UCX's.
 //
+// The host's two states can be told apart by the round trip of one
+// cache line between two threads pinned to the two CPUs: about 120 ns
+// in the fast state, 500-600 ns in the slow one. In the slow state the
+// transfers of the cells' lines set both tools' rates and ours is ahead
+// (8-byte tag_bw 7.4 against 5.6 M messages/s, tag_lat 0.50 against
+// 0.66 µs); in the fast state, where UCX's 8-byte tag_bw runs at 11-13
+// M messages/s, the receiver's own work per message sets the rate. A
+// profile of that state (perf record -e cpu-clock, 4M messages, the
+// line's round trip about 120 ns around it) spreads the receiver's
+// time over every layer with no step above an eighth of it: the shm
+// poll and delivery, the bound handler, matching (TakeRecv, PostRecv),
+// the request (TagRecv, getReq, Release, putReq) and perftest's window
+// (push, pop, wait) about equally. Both sides run out of work at times:
+// in one fast-state run of 2M messages the receiver found its ring
+// empty in 73307 of 199701 polls and the sender sent 1.46M of the
+// messages from its backlog, after meeting a full ring.
+//
+// An eager message that meets a posted receive now completes it inside
+// the bound handler without a call of complete (a plain receive needs
+// only its done mark; one with a callback, auto-release, a pending
+// failure notice, or of a thread-safe worker still goes through
+// complete), the handler decodes the header inline, and TakeRecv
+// searches the tag's bucket itself when no wildcard receive is posted
+// and returns at once when no receive is posted at all.
+// BenchmarkTagStreamCPU/16 and BenchmarkTagCPU/none took 0.955 and
+// 0.952 of the CPU time per message of the build before (medians of 10
+// alternated pairs of 1M messages each); 8-byte tag_bw ran at 1.095 of
+// the build before (10 alternated rounds of 1M messages at SCHED_RR,
+// both states, range 0.89-1.78), and 8-byte tag_lat at 1.048 of its
+// message rate (10 rounds of 200000 in the fast state, range
+// 1.02-1.18; typical one-way 0.213 against 0.226 µs, UCX 0.194). Two
+// changes that did not help were dropped: a window of requests in the
+// tag loops whose index wraps without a 64-bit division (0.97 and 0.98
+// of the rate, 6 and 8 rounds, both states), and a prefetch for
+// reading of the cell four rounds ahead of the one Progress delivers
+// (0.956, 6 rounds, fast state).
+//
 // # Where a 1 MiB rc transfer spends its CPU
 //
 // Between two processes over lo (UCGO_PERFTEST_NO_NETNS=1), put_bw and

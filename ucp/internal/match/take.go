@@ -7,10 +7,20 @@ package match
 // Queue. An eager receiver so finds its posted receive before it takes
 // (and later frees) the memory of an unexpected message.
 func (m *Matcher) TakeRecv(tag uint64) *Recv {
-	if m.npending != 0 {
+	if m.npending != 0 || m.nrecv == 0 {
 		return nil
 	}
-	r := m.findRecv(tag)
+	var r *Recv
+	if m.wild.head == nil {
+		// only exact receives: the tag's bucket, here rather than in a
+		// call of findRecv
+		r = m.exact[bucket(tag)].head
+		for r != nil && r.Tag != tag {
+			r = r.snext
+		}
+	} else {
+		r = m.findRecv(tag)
+	}
 	if r != nil {
 		m.unlinkRecv(r)
 	}
