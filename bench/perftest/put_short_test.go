@@ -6,38 +6,12 @@ import (
 	"github.com/ucgo/ucgo/bench/perftest/internal/report"
 )
 
-// shmPair connects an initiator and a responder session of test over shm
-// in this process.
-func shmPair(t *testing.T, test string, size int) (ini, rsp *session) {
-	t.Helper()
-	cfg := &config{Test: test, Transport: "shm", Sizes: []int{size}, Iters: 10, Window: 16, ErrMode: "none", Wait: "poll", CPU: -1}
-	td, err := checkRunnable(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ini, err = newSession(cfg, td, true); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ini.Close() })
-	if rsp, err = newSession(cfg, td, false); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rsp.Close() })
-	if err := ini.connect(rsp.setup()); err != nil {
-		t.Fatal(err)
-	}
-	if err := rsp.connect(ini.setup()); err != nil {
-		t.Fatal(err)
-	}
-	return ini, rsp
-}
-
 // put_bw's short-put loop progresses the iface once every 16 puts, as
 // ucx_perftest's send_b does, stamps every put, and its puts land in the
 // peer's buffer.
 func TestPutShortStreamProgressesEvery16(t *testing.T) {
 	const size, iters = 8, 20 * sendsPerProgress
-	ini, rsp := shmPair(t, "put_bw", size)
+	ini, rsp := pairSessions(t, "put_bw", []int{size})
 	copy(ini.src, "ABCDEFGH")
 	ini.calibrate()
 	rec := report.NewRecorder(iters)
