@@ -3,12 +3,15 @@ package main
 import (
 	"fmt"
 
+	"github.com/ucgo/ucgo/internal/tsc"
 	"github.com/ucgo/ucgo/ucp"
 )
 
 // The ucp tests. As the uct tests, each runs iters iterations on both
 // sides; the initiator marks every iteration, the responder serves, and
-// every test ends with nothing outstanding on either side.
+// every test ends with nothing outstanding on either side. tag_lat and
+// tag_bw stamp their iterations inline (meter.stamp), as the short-put
+// loops do.
 
 // tagLat: ping-pong of tagged messages. As in ucx_perftest's ucp
 // ping-pong, the responder posts its receive before it waits for the
@@ -33,7 +36,9 @@ func tagPingPong(s *ucpSession, size, iters int, send func([]byte, uint64, *ucp.
 			if err := s.wait(s.w.TagRecv(s.dst[:size], tagData, s.mask, nil)); err != nil {
 				return fmt.Errorf("tag receive: %w", err)
 			}
-			s.mark(i)
+			if now := tsc.Now(); s.stamp(now) {
+				s.lap(i, now)
+			}
 		} else {
 			if err := s.wait(s.w.TagRecv(s.dst[:size], tagData, s.mask, nil)); err != nil {
 				return fmt.Errorf("tag receive: %w", err)
@@ -58,7 +63,9 @@ func tagBW(s *ucpSession, size, iters int) error {
 				done.Release()
 				return fmt.Errorf("tag send: %w", err)
 			}
-			s.mark(i)
+			if now := tsc.Now(); s.stamp(now) {
+				s.lap(i, now)
+			}
 		}
 		if err := s.drain(); err != nil {
 			done.Cancel()
