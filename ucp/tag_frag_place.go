@@ -38,6 +38,13 @@ import (
 // receive, so no later fragment finds the request (which its owner may
 // have released and reused). A matched receive is not posted any more:
 // Cancel does not take it back, as for a rendezvous receive under way.
+//
+// Between two processes over lo (perftest at real-time priority, rc,
+// alternated with assembling every message, 24 paired rounds), the
+// per-round ratio of tag_lat was 0.95 at 16 KiB and 0.94 at 32 KiB
+// (lower in 19 and 21 rounds of 24), and tag_bw moved by +4% and +7%,
+// within its spread; the receive path is small beside the system calls
+// of the rc provider.
 
 // tagPlace is an expected tag message whose fragments are being placed
 // into its receive's buffer.
