@@ -84,9 +84,11 @@
 // rc's AMZcopy copies like its AMBcopy, so rc sends eager by bcopy, while
 // shm takes zcopy from 4 KiB), eager in fragments (with RndvThresh
 // left to its default, on lanes whose eager sends copy and whose latency
-// is a network's, such as rc: messages above one fragment up to 32 KiB,
-// reassembled on arrival as active messages are and then matched;
-// tag_frag.go; not with failover on; every fragment but the last is cut
+// is a network's, such as rc: messages above one fragment up to 32 KiB;
+// one whose first fragment finds a posted receive is matched then and
+// its fragments are copied straight into the receive's buffer, one that
+// arrives unexpected is reassembled as active messages are and then
+// matched; tag_frag.go; not with failover on; every fragment but the last is cut
 // to a length the lane sends in whole packets, uct.IfaceAttr.AMBcopyAlign,
 // so that on rc one message's fragments leave in one GSO datagram), and rendezvous (from RndvThresh,
 // and for every message larger than the eager protocols take). Rendezvous sends an RTS with the sender's registered buffer

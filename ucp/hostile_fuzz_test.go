@@ -20,6 +20,60 @@ type hostileRig struct {
 	sink       *amSink
 	lAddr      []byte
 	round      uint32
+	trap       hostileTrap
+}
+
+// hostileTrap is a receive kept posted for the tags hostile messages
+// carry (bit 63 set), inside a larger buffer whose bytes around it must
+// stay untouched: eager tag messages in fragments that a raw peer sends
+// are placed into it (tag_frag_place.go), whatever their fragments say.
+type hostileTrap struct {
+	r     *Request
+	calls *int
+	all   []byte
+	got   int // receives completed
+}
+
+const (
+	trapLen   = 5000
+	trapGuard = 64
+	trapTag   = 1 << 63
+)
+
+// post posts the trap's receive.
+func (h *hostileRig) postTrap() {
+	tr := &h.trap
+	if tr.all == nil {
+		tr.all = bytes.Repeat([]byte{0xa5}, trapLen+2*trapGuard)
+	}
+	n := new(int)
+	tr.calls = n
+	tr.r = h.v.TagRecv(tr.all[trapGuard:trapGuard+trapLen:trapGuard+trapLen], trapTag, trapTag,
+		&Params{Callback: func(*Request) { *n++ }})
+}
+
+// checkTrap checks that nothing was written around the trap's buffer and
+// that its receive completed at most once; a completed one is posted
+// again.
+func (h *hostileRig) checkTrap() {
+	tr := &h.trap
+	for i, b := range tr.all {
+		if (i < trapGuard || i >= trapGuard+trapLen) && b != 0xa5 {
+			h.t.Fatalf("byte %d outside the trap's receive buffer written (0x%02x)", i-trapGuard, b)
+		}
+	}
+	if *tr.calls > 1 {
+		h.t.Fatalf("trap receive completed %d times", *tr.calls)
+	}
+	if !tr.r.Done() {
+		return
+	}
+	if *tr.calls != 1 {
+		h.t.Fatalf("trap receive done, %d completions", *tr.calls)
+	}
+	tr.got++
+	tr.r.Release()
+	h.postTrap()
 }
 
 func newHostileRig(t testing.TB) *hostileRig {
@@ -29,6 +83,7 @@ func newHostileRig(t testing.TB) *hostileRig {
 	h.l, h.lToV, h.vToL = legitPeer(t, h.v)
 	h.p = newRawPeer(t, h.v)
 	h.lAddr = h.l.Address()
+	h.postTrap()
 	return h
 }
 
@@ -39,6 +94,7 @@ func (h *hostileRig) settle() {
 		h.l.Progress()
 		h.p.it.Progress()
 	}
+	h.checkTrap()
 }
 
 // hostileMsg returns a ucp message of a random type with random fields;
@@ -200,7 +256,7 @@ func TestHostilePeerFuzz(t *testing.T) {
 		t.Fatalf("victim heap grew by %d MiB", grew>>20)
 	}
 	st := h.v.Stats()
-	t.Logf("stats: %+v", st)
+	t.Logf("stats: %+v; trap receives completed: %d", st, h.trap.got)
 	if st.LaneMismatch == 0 {
 		t.Error("no forged message was counted")
 	}
@@ -219,6 +275,32 @@ func FuzzHostilePeer(f *testing.F) {
 	f.Add(uint8(amSeq), uint8(0), seq)
 	f.Add(uint8(amSeq), uint8(1), seq)
 	f.Add(uint8(amSeq), uint8(1), seq[:seqHdr])
+	// eager tag messages in fragments that the trap's receive takes: a
+	// first fragment (placed, then continued or broken by later inputs),
+	// a whole message in one, a message longer than the trap, and
+	// fragments continuing message 1 in and out of order; an active
+	// message's fragment naming a placed message's id
+	tagFrag := func(mid, total, off uint64, data []byte) []byte {
+		var hd []byte
+		if off == 0 {
+			hd = le.AppendUint64(nil, trapTag|77)
+		}
+		b := (&userFrag{mid: mid, total: total, off: off, hdr: hd}).encode(nil)
+		return append(b, data...)
+	}
+	f.Add(uint8(amTagFrag), uint8(0), tagFrag(1, 3000, 0, make([]byte, 1000)))
+	f.Add(uint8(amTagFrag), uint8(0), tagFrag(2, 200, 0, make([]byte, 200)))
+	f.Add(uint8(amTagFrag), uint8(0), tagFrag(3, 9000, 0, make([]byte, 4000)))
+	f.Add(uint8(amTagFrag), uint8(0), tagFrag(3, 9000, 4000, make([]byte, 4000)))
+	f.Add(uint8(amTagFrag), uint8(0), tagFrag(3, 9000, 8000, make([]byte, 1000)))
+	f.Add(uint8(amTagFrag), uint8(0), tagFrag(1, 3000, 1000, make([]byte, 2000)))
+	f.Add(uint8(amTagFrag), uint8(0), tagFrag(1, 3000, 2000, make([]byte, 1000)))
+	f.Add(uint8(amTagFrag), uint8(0), tagFrag(1, 4000, 1000, make([]byte, 3000)))
+	f.Add(uint8(amUserFrag), uint8(0), append((&userFrag{id: amHostile, mid: 1, total: 3000, off: 1000}).encode(nil), make([]byte, 2000)...))
+	// an active message (empty header) whose last fragment comes as a
+	// tag message's
+	f.Add(uint8(amUserFrag), uint8(0), append((&userFrag{id: amHostile, mid: 5, total: 200}).encode(nil), make([]byte, 100)...))
+	f.Add(uint8(amTagFrag), uint8(0), tagFrag(5, 200, 100, make([]byte, 100)))
 	h := newHostileRig(f)
 	f.Fuzz(func(t *testing.T, id uint8, sel uint8, body []byte) {
 		h.t, h.p.t = t, t

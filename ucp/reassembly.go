@@ -16,7 +16,10 @@ import (
 // the per-peer limit, or whose growth would exceed either limit, fails
 // alone: its partial data is freed, its later fragments are dropped, the
 // worker counts it (WorkerStats.AMReassemblyDrops) and reports a
-// DropEvent; the endpoint and its other messages go on.
+// DropEvent; the endpoint and its other messages go on. Eager tag
+// messages whose first fragment finds a posted receive take no assembly
+// buffer: they are placed into the receive's buffer (tag_frag_place.go)
+// and held here only by their id.
 
 // Default reassembly limits (Config.AMReassemblyMax, AMReassemblyPeerMax).
 const (
@@ -31,6 +34,7 @@ const (
 type amAsm struct {
 	f       match.Frag
 	ep      *Endpoint
+	kind    string // fragArrive's kind: the fragments' AM id
 	id      uint16
 	total   uint64
 	hdr     []byte
@@ -124,9 +128,21 @@ func (w *Worker) onUserFrag(_ any, data []byte, _ uct.AMFlags) {
 // is the length the first fragment's header must have (-1: any); failed
 // counts fragments for an endpoint in error.
 func (w *Worker) fragArrive(data []byte, kind string, hdrLen int, failed *uint64) (*Endpoint, *amAsm) {
+	ep, m, ok := w.fragFrom(data, hdrLen, failed)
+	if !ok {
+		return nil, nil
+	}
+	return ep, w.fragAdd(ep, &m, kind)
+}
+
+// fragFrom decodes an arrived fragment and finds its endpoint. It
+// returns ok with the callback lock held, or false, the lock released,
+// for a fragment that is malformed or whose endpoint is closed or
+// failed (counted in failed).
+func (w *Worker) fragFrom(data []byte, hdrLen int, failed *uint64) (*Endpoint, userFrag, bool) {
 	m, err := decodeUserFrag(data)
 	if err != nil || hdrLen >= 0 && m.off == 0 && len(m.hdr) != hdrLen {
-		return nil, nil
+		return nil, m, false
 	}
 	w.lockCB()
 	ep := w.epByID(m.dst)
@@ -137,43 +153,55 @@ func (w *Worker) fragArrive(data []byte, kind string, hdrLen int, failed *uint64
 			*failed++
 		}
 		w.unlockCB()
-		return nil, nil
+		return nil, m, false
 	}
-	a, fail := w.addFrag(ep, &m)
+	return ep, m, true
+}
+
+// fragAdd adds fragment m from ep to its message (lock held, from
+// fragFrom) and returns the message once it is complete, the lock still
+// held; otherwise nil, the lock released.
+func (w *Worker) fragAdd(ep *Endpoint, m *userFrag, kind string) *amAsm {
+	a, fail := w.addFrag(ep, m, kind)
 	if a == nil {
 		w.unlockCB()
 		if fail != nil {
 			w.reasmFailed(ep, kind, m.total, fail)
 		}
-		return nil, nil
+		return nil
 	}
-	return ep, a
+	return a
 }
 
 // addFrag adds fragment m from ep to its message and returns the message
 // once it is complete (taken out of the partial messages, its charge
 // returned), else nil; fail is the cause to report (reasmFailed, without
-// the lock) when the message failed its limits (lock held).
-func (w *Worker) addFrag(ep *Endpoint, m *userFrag) (a *amAsm, fail error) {
+// the lock) when the message failed its limits (lock held). A fragment
+// of another kind (an active message's naming a tag message's id, or
+// the reverse) does not continue the message: the message is lost.
+func (w *Worker) addFrag(ep *Endpoint, m *userFrag, kind string) (a *amAsm, fail error) {
 	src := match.Src(ep.id)
 	if m.off == 0 {
 		_, pmax := w.reasmLimits()
 		if m.total > uint64(pmax) {
 			return nil, fmt.Errorf("announced %d bytes > per-peer limit %d", m.total, pmax)
 		}
-		a = &amAsm{ep: ep, id: m.id, total: m.total, hdr: append([]byte(nil), m.hdr...)}
+		a = &amAsm{ep: ep, kind: kind, id: m.id, total: m.total, hdr: append([]byte(nil), m.hdr...)}
 		a.f = match.Frag{Src: src, ID: m.mid, Data: a}
 		if !w.amFrags.Add(&a.f) {
 			return nil, nil
 		}
 	} else if f := w.amFrags.Get(src, m.mid); f != nil {
-		a = f.Data.(*amAsm)
+		var ok bool
+		if a, ok = f.Data.(*amAsm); !ok || a.kind != kind {
+			w.fragLost(f)
+			return nil, nil
+		}
 	} else {
 		return nil, nil
 	}
 	if m.off != uint64(len(a.buf)) || m.total != a.total || uint64(len(m.data)) > m.total-m.off {
-		w.amFrags.Remove(&a.f) // out of order: the message is lost
-		w.reasmRelease(a)
+		w.fragLost(&a.f) // out of order: the message is lost
 		return nil, nil
 	}
 	if !w.reasmGrow(a, len(m.data)) {
@@ -231,9 +259,33 @@ func (w *Worker) putAMBuf(b []byte) {
 }
 
 // dropAMFrags drops the partial active messages from ep and returns
-// their memory charge (lock held).
+// their memory charge; tag messages being placed complete their receives
+// with ep's failure, or uct.ErrCanceled if it is only closing (lock
+// held).
 func (w *Worker) dropAMFrags(ep *Endpoint) {
 	for _, f := range w.amFrags.Purge(match.Src(ep.id)) {
-		w.reasmRelease(f.Data.(*amAsm))
+		switch d := f.Data.(type) {
+		case *amAsm:
+			w.reasmRelease(d)
+		case *tagPlace:
+			err := ep.err
+			if err == nil {
+				err = uct.ErrCanceled
+			}
+			w.placeEnd(d, opErr("tag_recv", ep.name, err))
+		}
+	}
+}
+
+// fragLost removes the message f, which a fragment did not continue: an
+// assembly's memory is returned, a placed tag message's receive
+// completes with uct.ErrDataCorrupt (lock held).
+func (w *Worker) fragLost(f *match.Frag) {
+	w.amFrags.Remove(f)
+	switch d := f.Data.(type) {
+	case *amAsm:
+		w.reasmRelease(d)
+	case *tagPlace:
+		w.placeEnd(d, opErr("tag_recv", d.ep.name, errPlaceLost(d)))
 	}
 }

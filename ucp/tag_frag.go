@@ -14,15 +14,17 @@ import (
 // rendezvous threshold left to its default (RndvThresh 0), tag messages
 // larger than one fragment and up to tagFragAuto go eager in fragments
 // of the AM lane's bcopy size (amTagFrag, the encoding of amUserFrag
-// with the tag as its header), reassembled on arrival as active
-// messages are (addFrag, bounded by the same limits) and then matched as
-// one eager message. Every fragment is a message of its own on the lane
-// (its completion, its copies in and out of a receive buffer), while a
-// rendezvous GET moves the data in one READ, so the fragments win only
-// while they are few. Fragments cut to whole packets (fragAlign) leave
-// together in GSO datagrams of up to 15 packets of 4 KiB. Between two
-// processes over lo (perftest at real-time priority, alternated with the
-// rendezvous): 16 KiB tag_lat took about half the time eager; 32 KiB
+// with the tag as its header). A message whose first fragment finds a
+// posted receive is matched then and its fragments are placed straight
+// into the receive's buffer (tag_frag_place.go); one that arrives
+// unexpected is reassembled as active messages are (addFrag, bounded by
+// the same limits) and then matched as one eager message. Every fragment
+// is a message of its own on the lane (its completion, its copies on
+// the receiver), while a rendezvous GET moves the data in one READ, so
+// the fragments win only while they are few. Fragments cut to whole
+// packets (fragAlign) leave together in GSO datagrams of up to 15
+// packets of 4 KiB. Between two processes over lo (perftest at
+// real-time priority, alternated with the rendezvous): 16 KiB tag_lat took about half the time eager; 32 KiB
 // tag_lat took 0.55-0.82 of it (six rounds) and its tag_bw rose by
 // 1.06-1.47 (eight rounds); 64 KiB tag_lat took 0.84-0.98 of it but its
 // tag_bw went either way (0.72-1.19, six rounds), so 64 KiB keeps to
@@ -73,16 +75,4 @@ func (ep *Endpoint) sendTagFrags(r *Request) error {
 	le.PutUint64(tag[:], r.tag)
 	// failover is off (sendTag): amSend is the AM lane's AMBcopy
 	return ep.sendFrags(r, amTagFrag, userFrag{dst: ep.rid, mid: r.fragMid}, tag[:])
-}
-
-// onTagFrag adds a fragment of an eager tag message to its message and
-// matches the message once it is complete.
-func (w *Worker) onTagFrag(_ any, data []byte, _ uct.AMFlags) {
-	ep, a := w.fragArrive(data, "tag message", 8, &w.stats.FailedDrops.TagEager)
-	if a == nil {
-		return
-	}
-	w.eagerArrive(ep, le.Uint64(a.hdr), a.buf) // copies a.buf
-	w.putAMBuf(a.buf)
-	w.unlockCB()
 }

@@ -49,6 +49,9 @@ type amAssembly struct {
 	amFrags *match.Queue // active messages being assembled, by (source, id)
 	amBufs  [][]byte     // assembly buffers no handler kept
 	amMsg   *AMMessage   // given to eager handlers (eagerMsg)
+	// placeFree: placements of expected tag messages kept for reuse
+	// (tag_frag_place.go)
+	placeFree []*tagPlace
 }
 
 // transportLock is the locking of a thread-safe worker; the lock order is
