@@ -2,17 +2,17 @@ package ucp
 
 import "testing"
 
-// TestTagFragOneDatagram sends a 16 KiB tag message, which goes eager in
-// two fragments, over rc between two network namespaces and counts the
+// TestTagFragOneDatagram sends a 32 KiB tag message, which goes eager in
+// fragments, over rc between two network namespaces and counts the
 // UDP datagrams its fragments leave in: every fragment but the last fills
-// whole packets of the path MTU (fragAlign), so the device sends both in
-// one GSO datagram. Fragments cut at the lane's full bcopy size take two:
+// whole packets of the path MTU (fragAlign), so the device sends all in
+// one GSO datagram. Fragments cut at the lane's full bcopy size take more:
 // the first fragment's short last packet ends a GSO datagram. The echoes
 // are checked byte for byte.
 func TestTagFragOneDatagram(t *testing.T) {
 	nd := netnsWorld(t, "echo", Config{})
 	ep := nd.eps[1]
-	const n = 16 << 10
+	const n = 32 << 10
 	if ep.tagFragMax < n || ep.bcopyMax >= n {
 		t.Fatalf("rc lane: tag fragments up to %d, one fragment %d; want %d in fragments", ep.tagFragMax, ep.bcopyMax, n)
 	}

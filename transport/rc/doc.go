@@ -53,7 +53,7 @@
 // AMShort and small AMBcopy messages are SEND_WITH_IMM with inline data,
 // larger ones are sent from a bounce buffer. AMZcopy copies header and
 // buffers the same way and completes at once: its messages fit one bounce
-// buffer (8 KiB and 64 bytes, so that an 8 KiB message with ucp's
+// buffer (16 KiB and 64 bytes, so that a 16 KiB message with ucp's
 // headers fits one), and a copy of that size costs less than registering the
 // buffers and holding them until the peer's ACK; the iface says so
 // (IfaceAttr.AMZcopyMin beyond AMMaxZcopy), so ucp sends eager messages by

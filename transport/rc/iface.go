@@ -22,10 +22,11 @@ import (
 // Sizes of an iface's queues and buffers.
 const (
 	// segSize is the size of a receive buffer and of a bounce buffer
-	// (AMMaxBcopy, PutMaxBcopy): 8 KiB and 64 bytes of room, so that an
-	// 8 KiB message with ucp's eager and sequence headers fits one
-	// segment and goes eager, not by rendezvous.
-	segSize     = 8192 + 64
+	// (AMMaxBcopy, PutMaxBcopy): 16 KiB and 64 bytes of room, so that a
+	// 16 KiB message with ucp's eager and sequence headers fits one
+	// segment and goes eager as one message, not in fragments (each a
+	// message of its own on both sides) nor by rendezvous.
+	segSize     = 16384 + 64
 	rxCount     = 512  // receive buffers pre-posted to the SRQ
 	txCount     = 256  // bounce buffers
 	opSlots     = 4096 // operations outstanding on the iface
