@@ -617,4 +617,46 @@
 // the rendezvous.
 //
 //	UCGO_PERFTEST_NO_NETNS=1 chrt -r 1 perftest -l -x rc -t tag_lat -s 16384 -n 5000 -w 500 --json
+//
+// # rc tag latency from 8 to 16 KiB over lo
+//
+// With 8 KiB fragments, one-way tag_lat over lo grew about 2 µs from 4
+// to 8 KiB and 6-11 µs from 8 to 16 KiB, where UCX's tcp grows about 2
+// µs. The system calls do not explain it: per message both sizes make
+// one send call (the message as one GSO datagram and the deferred ACK
+// of the peer's message behind it) and two receives with data (the
+// device on lo has UDP GRO, so the GSO datagram arrives whole in one
+// 64 KiB buffer, never truncated; then the ACK), and a TagSend completes
+// once its fragments are in the transmit batch, never on the ACK, so
+// neither perftest's loop nor ucx_perftest's waits a round trip for it.
+// The kernel's part is small too: a two-process UDP ping-pong over lo
+// with the same GSO segments and UDP_GRO took 1.7 µs more at 16 KiB
+// than at 8 KiB. The time is in user space, from a message's arrival
+// to the reply's send call (clock reads around the engine's receive,
+// its posts and its send call: about 7.5 µs at 8 KiB, 14.5 µs at 16
+// KiB, the send call itself the same), and it has two parts:
+//
+//   - the fragments: a message one fragment longer took about 3 µs more
+//     (tag_lat at 8192 and 8300 bytes, medians of six rounds: 10.2 and
+//     13.1 µs), since each fragment is a message of its own on both
+//     sides (an AMBcopy and a PostSend, a completion, an AM callback and
+//     a placement), and 16 KiB went in three (two of two packets, one
+//     of its last 80 bytes);
+//   - the bytes: about 0.5 µs per KiB on the whole, seven passes over
+//     the payload (the copy into the bounce buffer, the ICRC fused with
+//     the copy into the transmit batch, the kernel's copies in and out,
+//     the ICRC check, the copy into the SRQ's buffer and the one into
+//     the receive's), where UCX's tcp makes about four.
+//
+// rc's bounce and receive buffers now hold 16 KiB and 64 bytes, so a 16
+// KiB tag message is one eager message: 16 KiB tag_lat took 0.84 of the
+// time (median of eight alternated rounds at real-time priority,
+// 0.73-1.04), 32 KiB 0.92, 4 and 8 KiB 1.01 and 1.02; 16 KiB tag_bw
+// ran 1.18 times as fast (six rounds, 1.08-1.25). The fragment step
+// now sits above 16 KiB and 64 bytes (medians of six rounds: 20.1 µs at
+// 16384 bytes, 22.8 µs at 16500). Placing SEND middles and lasts in the
+// pass that checks their ICRC, one pass less on the receiver, gained
+// nothing measurable at 4-16 KiB (eight rounds) and is not done.
+//
+//	UCGO_PERFTEST_NO_NETNS=1 chrt -r 1 perftest -l -x rc -t tag_lat -s 8192,8300,16384,16500 -n 5000 -w 500
 package main
