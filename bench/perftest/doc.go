@@ -577,7 +577,7 @@
 //
 // # rc tag messages of 4 to 64 KiB over lo
 //
-// A tag message above one eager fragment (8 KiB and 64 bytes on rc)
+// A tag message above one eager fragment (then 8 KiB and 64 bytes on rc)
 // took the rendezvous: the RTS, the receiver's READ request, the READ's
 // responses, then the ATS off the critical path, three one-way trips
 // where an eager send takes one. Between two processes over lo each
