@@ -24,13 +24,14 @@ import (
 // the fragments win only while they are few. Fragments cut to whole
 // packets (fragAlign) leave together in GSO datagrams of up to 15
 // packets of 4 KiB. Between two processes over lo (perftest at
-// real-time priority, alternated with the rendezvous): 16 KiB tag_lat took about half the time eager; 32 KiB
-// tag_lat took 0.55-0.82 of it (six rounds) and its tag_bw rose by
-// 1.06-1.47 (eight rounds); 64 KiB tag_lat took 0.84-0.98 of it but its
-// tag_bw went either way (0.72-1.19, six rounds), so 64 KiB keeps to
-// the rendezvous (those figures are from 8 KiB fragments; rc's
-// fragments now carry 16 KiB, so a 16 KiB message is one). With
-// failover on, tag messages above one fragment keep to rendezvous.
+// real-time priority, alternated with the rendezvous, 8 KiB fragments):
+// 16 KiB tag_lat took about half the time eager; 32 KiB tag_lat took
+// 0.55-0.82 of it (six rounds) and its tag_bw rose by 1.06-1.47 (eight
+// rounds); 64 KiB tag_lat took 0.84-0.98 of it but its tag_bw went
+// either way (0.72-1.19, six rounds), so 64 KiB keeps to the
+// rendezvous. rc's fragments carry 16 KiB, so a 16 KiB message is one
+// fragment there. With failover on, tag messages above one fragment
+// keep to rendezvous.
 
 // amTagFrag carries one fragment of an eager tag message (see
 // amUserFrag; the header, at offset 0 only, is the tag u64).
