@@ -22,7 +22,9 @@
 // (poll: busy progress; sleep: iface Arm/Wait, ucp Worker.Wait), -p TCP
 // port. -l starts the server as a second process of the same binary and
 // runs the client against it; --csv and --json change the output; -list
-// prints the tests and transports.
+// prints the tests and transports; -cpuprofile FILE writes Go's CPU
+// profile of the process to FILE (under -l, the server's to
+// FILE.server), the input of default.pgo (see the tag_bw section).
 //
 // The client sends the test's parameters to the server over TCP (under
 // mpiexec, both ranks publish theirs through PMI and refuse to run when
