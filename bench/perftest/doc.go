@@ -419,9 +419,9 @@
 // window of 16 waited, which took under 1 % of its samples in a profile
 // of that state. The ring has 256 cells and the receiver holds at most
 // 16 delivered ones back, so a full ring holds about 240 messages not
-// yet delivered: the batched hand-back is not what fills it. In the
-// other runs of the same state (9.7-11.7 M) the receiver found its ring
-// empty in 45-53 thousand polls and the sender was refused 300-800
+// yet delivered: the batched hand-back is not what fills it. In other
+// runs, of either state (9.0-11.7 M), the receiver found its ring empty
+// in 30-53 thousand polls and the sender was refused only 190-5500
 // times: there the sender sets the rate. UCX's mm sender behaves as
 // ours on a full ring (one read of the consumer's tail, NO_RESOURCE,
 // the request on ucp's pending queue, dispatched from the iface's
@@ -456,7 +456,16 @@
 // rounds of 1M, fast state; 1.122 over 12 rounds of a profile of the
 // stream benchmark alone), 8-byte tag_lat 1.059 of the rate (10 rounds
 // of 200000, fast state; typical one-way 0.188 against 0.196 µs),
-// 256-byte tag_bw 1.105 and 4-KiB tag_bw 1.039 (8 rounds each).
+// 256-byte tag_bw 1.105 and 4-KiB tag_bw 1.039 (8 rounds each); 14
+// more rounds of 8-byte tag_bw in the fast state gave 1.126 (range
+// 1.04-1.27). Against ucx_perftest, alternated in the fast state (8
+// rounds of 1M messages): 8-byte tag_bw at a median 9.8 M messages/s,
+// 0.85 of UCX's 11.6 M (0.79 without the profile), and 8-byte tag_lat
+// (6 rounds of 200000) typical one-way 0.180 µs against UCX's 0.169 (0.198
+// without it). Profiles of perftest's own two processes (-cpuprofile,
+// tag_bw and tag_lat) merged into these changed 8-byte tag_bw by 1.05
+// and 1.01 (12 and 14 rounds) and tag_lat's rate by 0.97 and 0.95, and
+// were left out.
 //
 // # Where a 1 MiB rc transfer spends its CPU
 //
