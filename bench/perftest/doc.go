@@ -22,7 +22,9 @@
 // (poll: busy progress; sleep: iface Arm/Wait, ucp Worker.Wait), -p TCP
 // port. -l starts the server as a second process of the same binary and
 // runs the client against it; --csv and --json change the output; -list
-// prints the tests and transports.
+// prints the tests and transports; -cpuprofile FILE writes Go's CPU
+// profile of the process to FILE (under -l, the server's to
+// FILE.server), the input of default.pgo (see the tag_bw section).
 //
 // The client sends the test's parameters to the server over TCP (under
 // mpiexec, both ranks publish theirs through PMI and refuse to run when
@@ -402,6 +404,68 @@
 // of the rate, 6 and 8 rounds, both states), and a prefetch for
 // reading of the cell four rounds ahead of the one Progress delivers
 // (0.956, 6 rounds, fast state).
+//
+// Who waits for whom when the ring is full, from a build that counted,
+// per 1M-message run, the receiver's polls and the sender's reads of
+// the hand-back counter (ring.refresh) and refusals (empty polls counted
+// only in runs of fewer than 1000 in a row: the barrier's polls before
+// and after the phase are longer runs, and they made up most of the
+// 73307 empty polls of the count above). In fast-state runs at 8.9-9.5 M
+// messages/s the receiver delivered 16 messages in 63124 of its Progress
+// calls and found its ring empty in 0 to 471: it never waits, and its
+// work per message (105-112 ns) sets the rate. The sender met the full
+// ring there: 184-217 thousand refreshes and 121-154 thousand refusals,
+// nearly all of them retries of its backlog from Progress while its
+// window of 16 waited, which took under 1 % of its samples in a profile
+// of that state. The ring has 256 cells and the receiver holds at most
+// 16 delivered ones back, so a full ring holds about 240 messages not
+// yet delivered: the batched hand-back is not what fills it. In other
+// runs, of either state (9.0-11.7 M), the receiver found its ring empty
+// in 30-53 thousand polls and the sender was refused only 190-5500
+// times: there the sender sets the rate. UCX's mm sender behaves as
+// ours on a full ring (one read of the consumer's tail, NO_RESOURCE,
+// the request on ucp's pending queue, dispatched from the iface's
+// progress after another read of the tail). Runs of one build in one
+// state land at either 8-10 or 12-16 M messages/s, ucx_perftest's at
+// 12-13 or 15-16 M. Dropped, for the rate of 8-byte tag_bw (alternated
+// rounds of 1M messages): a Progress that loads the sequence words of
+// up to 16 cells before it delivers any (0.92 to 0.96 in the slow
+// state, three series of 8 to 12 rounds; 1.04 and 1.09 in the fast
+// one), the same only after a Progress that delivered 16 (0.99, 14
+// rounds fast; 0.89, 6 rounds slow), a sender that prefetches for
+// writing the cells a refresh finds handed back (0.98 and 1.00, 10 and
+// 12 rounds), and rings of 64, 1024 and 4096 cells (0.94, 1.06, 1.08;
+// the 64-cell ring never reached the higher of the two rates).
+//
+// perftest is built with profile-guided optimization: default.pgo in
+// this directory, which go build and go test use for this main package
+// (TestDefaultPGO checks both that and that the profile names the tag
+// paths' functions), is the merged CPU profile of the ucp benchmarks of
+// the two tag patterns:
+//
+//	go test -run XXX -bench 'BenchmarkTagStreamCPU/16$' -benchtime 5s -cpuprofile stream.pprof ./ucp/
+//	go test -run XXX -bench 'BenchmarkTagCPU$/none$' -benchtime 5s -cpuprofile lat.pprof ./ucp/
+//	go tool pprof -proto stream.pprof lat.pprof > bench/perftest/default.pgo
+//
+// With it the compiler inlines the hot chains whole, beyond its usual
+// budget: shm's Progress with deliver and deliverCell, the bound eager
+// handler with eagerArrive, TakeRecv and deliverEager, TagSend with
+// tagSendNow, tagShort and AMShort with reserve and publish, TagRecv
+// with getReq and PostRecv. Against the same source built without it,
+// in alternated rounds at SCHED_RR: 8-byte tag_bw 1.157 of the rate (8
+// rounds of 1M, fast state; 1.122 over 12 rounds of a profile of the
+// stream benchmark alone), 8-byte tag_lat 1.059 of the rate (10 rounds
+// of 200000, fast state; typical one-way 0.188 against 0.196 µs),
+// 256-byte tag_bw 1.105 and 4-KiB tag_bw 1.039 (8 rounds each); 14
+// more rounds of 8-byte tag_bw in the fast state gave 1.126 (range
+// 1.04-1.27). Against ucx_perftest, alternated in the fast state (8
+// rounds of 1M messages): 8-byte tag_bw at a median 9.8 M messages/s,
+// 0.85 of UCX's 11.6 M (0.79 without the profile), and 8-byte tag_lat
+// (6 rounds of 200000) typical one-way 0.180 µs against UCX's 0.169 (0.198
+// without it). Profiles of perftest's own two processes (-cpuprofile,
+// tag_bw and tag_lat) merged into these changed 8-byte tag_bw by 1.05
+// and 1.01 (12 and 14 rounds) and tag_lat's rate by 0.97 and 0.95, and
+// were left out.
 //
 // # Where a 1 MiB rc transfer spends its CPU
 //

@@ -35,6 +35,7 @@ type config struct {
 	List      bool
 	Fault     string // --fault KIND@T[+D]: a failover run (failover.go)
 	Out       string // --out: where a failover run writes its timeline
+	CPUProf   string // -cpuprofile: where the run's CPU profile goes (cpuprofile.go)
 	where     string // placement of -l's two sides, for the table title
 }
 
@@ -85,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.List, "list", false, "list tests and transports and exit")
 	fs.StringVar(&c.Fault, "fault", "", "with -l -e failover: stream across a fault on rail 0, KIND@TIME[+LENGTH] (linkdown, blackhole, flap; e.g. linkdown@2s)")
 	fs.StringVar(&c.Out, "out", "failover-out", "directory of a failover run's timeline (failover.json, failover.svg)")
+	fs.StringVar(&c.CPUProf, "cpuprofile", "", "write a CPU profile of the run to this file (-l: the server's to FILE.server)")
 	rest := args
 	var hosts []string
 	for {

@@ -33,7 +33,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err == nil {
-		err = dispatch(cfg, stdout, stderr)
+		err = profiled(cfg, func() error { return dispatch(cfg, stdout, stderr) })
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "perftest:", errText(err))
@@ -183,6 +183,9 @@ func runLocal(cfg *config, stdout, stderr io.Writer) (err error) {
 		}
 	}
 	args := []string{"-c", strconv.Itoa(serverCPU), "-d", c.Device}
+	if c.CPUProf != "" {
+		args = append(args, "-cpuprofile", c.CPUProf+".server")
+	}
 	var cmd *exec.Cmd
 	if plan.Server != nil {
 		cmd = plan.Server(exe, args...)
