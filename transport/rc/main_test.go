@@ -158,7 +158,11 @@ func runChild(role string) error {
 		for len(replies) > 0 {
 			r := replies[0]
 			_, err := ep.AMBcopy(r[0], r[1:], nil)
-			if errors.Is(err, uct.ErrNoResource) {
+			// Back-pressure, and a transient fault such as this side's
+			// link still seen down after it came back up (its watcher
+			// may learn it after the parent's), are retried on the next
+			// pass.
+			if errors.Is(err, uct.ErrNoResource) || uct.RemedyOf(err) == uct.RemedyRetry {
 				break
 			}
 			if err != nil {
