@@ -12,11 +12,11 @@ import "github.com/ucgo/ucgo/uct"
 //go:noinline
 func (w *Worker) boundEager(wi *wiface) uct.AMSourceHandler {
 	return func(_ any, d []byte, _ uct.AMFlags, src uct.AMSource) {
-		if len(d) < eagerHdr {
+		tag, dst, payload, ok := splitEager(d)
+		if !ok {
 			w.flushDrops()
-			return // malformed (decodeEager's check, inlined here)
+			return
 		}
-		tag, dst, payload := ne.Uint64(d), le.Uint32(d[8:]), d[eagerHdr:]
 		w.lockCB()
 		ep := w.epByID(dst)
 		if ep != nil && !ep.boundFrom(wi, src) {

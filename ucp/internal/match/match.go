@@ -240,13 +240,7 @@ func (m *Matcher) findMsgTag(tag, mask uint64) *Msg {
 
 // findRecv returns the earliest posted receive that matches tag.
 func (m *Matcher) findRecv(tag uint64) *Recv {
-	var best *Recv
-	for r := m.exact[bucket(tag)].head; r != nil; r = r.snext {
-		if r.Tag == tag {
-			best = r
-			break
-		}
-	}
+	best := m.findExact(tag)
 	for r := m.wild.head; r != nil; r = r.snext {
 		if best != nil && r.seq > best.seq {
 			break
@@ -256,6 +250,15 @@ func (m *Matcher) findRecv(tag uint64) *Recv {
 		}
 	}
 	return best
+}
+
+// findExact returns the oldest exact receive posted for tag, or nil.
+func (m *Matcher) findExact(tag uint64) *Recv {
+	r := m.exact[bucket(tag)].head
+	for r != nil && r.Tag != tag {
+		r = r.snext
+	}
+	return r
 }
 
 func (m *Matcher) queueRecv(r *Recv) {

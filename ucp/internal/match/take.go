@@ -12,12 +12,7 @@ func (m *Matcher) TakeRecv(tag uint64) *Recv {
 	}
 	var r *Recv
 	if m.wild.head == nil {
-		// only exact receives: the tag's bucket, here rather than in a
-		// call of findRecv
-		r = m.exact[bucket(tag)].head
-		for r != nil && r.Tag != tag {
-			r = r.snext
-		}
+		r = m.findExact(tag) // only exact receives: the tag's bucket (inlined)
 	} else {
 		r = m.findRecv(tag)
 	}
