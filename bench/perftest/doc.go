@@ -727,4 +727,36 @@
 // nothing measurable at 4-16 KiB (eight rounds) and is not done.
 //
 //	UCGO_PERFTEST_NO_NETNS=1 chrt -r 1 perftest -l -x rc -t tag_lat -s 8192,8300,16384,16500 -n 5000 -w 500
+//
+// # Unexpected tag messages in tag_bw
+//
+// A tag message that arrives before its receive is posted is copied
+// twice (into ucp's unexpected storage, then into the receive's buffer),
+// and an unexpected message in fragments three times (into the assembly
+// buffer first); one that meets a posted receive is copied once. In
+// tag_bw few take the longer paths. Counted by a build with counters,
+// per run at SCHED_RR priority 1 (rc over lo, -w 500): 92 of 50500
+// 16 KiB messages were unexpected, and 68 of 50500 32 KiB messages were
+// assembled (50432 were placed, tag_frag_place.go); in runs of 5500
+// messages, whose start is a larger share, 269-298 and 30-31; at normal
+// priority under load up to 13 % and 2 %. Over shm, 0 to 5 of 1001000
+// 4 KiB messages. Nor does the second copy set the rate: over rc the
+// receiver's receive calls found nothing in 78 % (the host's fast state)
+// to 89 % (its slow one) of its polls, and the sender is the busy side.
+// A 16 KiB message with its 12-byte header is five packets, the fifth
+// short, so each message is a GSO datagram of its own (20808 datagrams
+// for 20500 messages, 23 to a sendmmsg), and in a profile of the sending
+// process (perf record -e cpu-clock, 200000 messages) 71 % of its
+// samples are the kernel's, 66 % in sendmmsg and 28 % the kernel's copy
+// from the transmit batch (_copy_from_iter); its own copies, into the
+// bounce buffer and, with the ICRC, into the batch, take 7 % each.
+// ucx_perftest's tcp sender spends 97 % in the kernel, 44 % in the same
+// copy. Medians of six rounds of 16 KiB tag_bw alternated with this
+// build: a build that left the payload out of the bounce buffer (wrong
+// data, only to bound the copy's share) ran 1.03 times as fast; payloads
+// sent by reference from the bounce buffer 0.97; transmit pieces of 128
+// or 256 KiB instead of 512 0.98 and 0.95; 256 AM credits instead of 128
+// 0.94.
+//
+//	UCGO_PERFTEST_NO_NETNS=1 chrt -r 1 perftest -l -x rc -t tag_bw -s 16k,32k -n 50000 -w 500 --json
 package main
