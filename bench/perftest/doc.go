@@ -669,8 +669,8 @@
 // so 32 and 64 KiB kept to the rendezvous, whose GET moves the data in
 // one READ from where it lies. 4 and 8 KiB (one eager fragment) were
 // unchanged (1.02 and 1.01, 8 rounds). Fragments cut at the full bcopy
-// size left in a datagram each (the immediate makes a fragment's last
-// packet differ in size from the next one's first); cut to whole
+// size left in a datagram each (a fragment's short last packet ends
+// the GSO datagram before the next one's first); cut to whole
 // packets (ucp's fragAlign, uct.IfaceAttr.AMBcopyAlign) one message's
 // fragments leave in one GSO datagram, and 16 KiB tag_lat took 0.86 of
 // the time (median of eight alternated rounds at real-time priority,
