@@ -152,7 +152,7 @@ type IfaceAttr struct {
 	// AMBcopyAlign, when above zero: an AMBcopy message (header +
 	// payload) of k*AMBcopyAlign - AMBcopyAlignLess bytes (k ≥ 1) leaves
 	// in packets of one size only (whole path MTUs; AMBcopyAlignLess is
-	// what the last packet carries besides the message), so consecutive
+	// what the transport sends besides the message), so consecutive
 	// messages of such lengths travel together (on rc: in one GSO
 	// datagram). A protocol that cuts a long message into fragments
 	// gives every fragment but the last such a length.

@@ -634,10 +634,21 @@
 // UCX's tcp (compare -rt -x rc-lo -t put_bw -s 16k,32k,64k -n 4000 -r 5,
 // median of five alternated runs' paired ratios) went from 0.79 to 0.88
 // at 16 KiB, 0.75 to 0.94 at 32 KiB and 0.87 to 1.07 at 64 KiB, and
-// put_lat and tag_lat at those sizes did not change. A uct AM of exactly
-// 8 KiB (am_lat -s 8192) still leaves as two datagrams and its ACK: its
-// last packet carries the immediate and is 4 bytes longer than its
-// first, and a GSO message's segments may only shrink. In bandwidth tests the transmit batch and
+// put_lat and tag_lat at those sizes did not change. A uct AM leaves in
+// one GSO datagram at any length: rc carries its id in a 1-byte header
+// in front of the message, not in an immediate, which would ride in the
+// last packet and, for an AM of whole MTUs (8 or 16 KiB), make it 4
+// bytes longer than the others and so a datagram of its own (a GSO
+// message's segments may only shrink). Header against immediate,
+// alternated over lo (perftest -l -x rc at real-time priority, two
+// series of 8 and 10 rounds, medians of the per-round ratios), am_lat
+// took 0.83 and 0.86 of the time at 8 KiB and 0.95 and 0.96 at 16 KiB,
+// am_bw ran 1.04 times as fast at 8 KiB and 1.42-1.46 at 16 KiB, and
+// 8-byte am_lat, am_bw and tag_lat did not change (0.97-1.03). Against
+// UCX's tcp (compare -rt -x rc-lo -t am_lat,am_bw -s 8,8k,16k -n 10000
+// -r 5, four runs of each alternated) 8 KiB am_lat went from 1.48 to
+// 1.23 times UCX's and 16 KiB am_bw from 0.72 to 1.02 of UCX's rate;
+// 16 KiB am_lat stayed at 1.38. In bandwidth tests the transmit batch and
 // GSO cut the system calls per message tenfold and more against UCX's
 // one send and one receive per message: 8-byte tag_bw runs at several
 // times UCX's rate, 4 and 8 KiB at about UCX's, where copying and the
@@ -669,8 +680,8 @@
 // so 32 and 64 KiB kept to the rendezvous, whose GET moves the data in
 // one READ from where it lies. 4 and 8 KiB (one eager fragment) were
 // unchanged (1.02 and 1.01, 8 rounds). Fragments cut at the full bcopy
-// size left in a datagram each (the immediate makes a fragment's last
-// packet differ in size from the next one's first); cut to whole
+// size left in a datagram each (a fragment's short last packet ends
+// the GSO datagram before the next one's first); cut to whole
 // packets (ucp's fragAlign, uct.IfaceAttr.AMBcopyAlign) one message's
 // fragments leave in one GSO datagram, and 16 KiB tag_lat took 0.86 of
 // the time (median of eight alternated rounds at real-time priority,

@@ -10,10 +10,13 @@ import (
 
 // Wire versions of the packed iface address, the packed remote key and the
 // connection manager messages. A peer with another version is refused.
+// The connection manager's version also stands for the framing of AMs
+// and credit grants (amHdrLen), so peers that frame them differently
+// never connect.
 const (
 	addrVersion = 1
 	rkeyVersion = 1
-	cmVersion   = 2
+	cmVersion   = 3
 )
 
 // addrLen is the packed size of an iface address:
@@ -105,17 +108,33 @@ func unpackRKey(b []byte) (rkey uint32, mdID uint64, err error) {
 	return binary.BigEndian.Uint32(b[1:]), mdID, nil
 }
 
-// Immediate data of SEND_WITH_IMM: the low 5 bits carry the AM id of a
-// message; bit 31 marks a credit grant, whose low 16 bits are the number
-// of credits returned to the sender (a grant carries no payload).
+// An active message is a SEND without immediate data whose payload is
+// a 1-byte header, the AM id (0..uct.MaxAMID), and then the message. A
+// plain SEND's packets are all full path-MTU packets but the last, which
+// is shorter, so every message leaves in one GSO datagram; an immediate
+// would lengthen the last packet by 4 bytes and, whenever that packet is
+// then longer than the others, end the datagram before it. A received
+// AM without the header byte or with an id above uct.MaxAMID is dropped.
+const amHdrLen = 1
+
+// decodeAM splits a received AM into its id and message; ok is false if
+// b holds no header or an id above uct.MaxAMID.
+func decodeAM(b []byte) (id uint8, msg []byte, ok bool) {
+	if len(b) < amHdrLen || b[0] > uct.MaxAMID {
+		return 0, nil, false
+	}
+	return b[0], b[amHdrLen:], true
+}
+
+// A credit grant is a SEND_WITH_IMM without payload: bit 31 of the
+// immediate marks it, its low 16 bits are the number of credits returned
+// to the sender. AMs carry no immediate, so a receive with an immediate
+// is a grant if bit 31 is set and is dropped otherwise.
 const (
 	immGrant     = 1 << 31
-	immAMIDMask  = 0x1f
 	immGrantMask = 0xffff
 )
 
-func immAM(id uint8) uint32      { return uint32(id) & immAMIDMask }
 func immGrantOf(n int) uint32    { return immGrant | uint32(n)&immGrantMask }
 func immIsGrant(imm uint32) bool { return imm&immGrant != 0 }
 func immCredits(imm uint32) int  { return int(imm & immGrantMask) }
-func immAMID(imm uint32) uint8   { return uint8(imm & immAMIDMask) }

@@ -190,15 +190,40 @@ func FuzzDecodeCM(f *testing.F) {
 	})
 }
 
-func TestImm(t *testing.T) {
+func TestAMFraming(t *testing.T) {
 	for id := uint8(0); id <= uct.MaxAMID; id++ {
-		imm := immAM(id)
-		if immIsGrant(imm) || immAMID(imm) != id {
-			t.Errorf("AM id %d: imm %#x decodes as grant=%v id=%d", id, imm, immIsGrant(imm), immAMID(imm))
+		b := []byte{id, 'x', 'y'}
+		got, msg, ok := decodeAM(b)
+		if !ok || got != id || string(msg) != "xy" {
+			t.Errorf("AM id %d: %x decodes as id %d, message %q, ok %v", id, b, got, msg, ok)
+		}
+	}
+	for _, b := range [][]byte{nil, {uct.MaxAMID + 1}, {0xff, 1, 2}} {
+		if id, msg, ok := decodeAM(b); ok {
+			t.Errorf("%x decodes as AM id %d with %d bytes, want it refused", b, id, len(msg))
 		}
 	}
 	g := immGrantOf(64)
 	if !immIsGrant(g) || immCredits(g) != 64 {
 		t.Errorf("grant 64: imm %#x decodes as grant=%v credits=%d", g, immIsGrant(g), immCredits(g))
 	}
+}
+
+func FuzzDecodeAM(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{3})
+	f.Add([]byte{uct.MaxAMID, 1, 2, 3})
+	f.Add([]byte{uct.MaxAMID + 1, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id, msg, ok := decodeAM(b)
+		if !ok {
+			if len(b) >= amHdrLen && b[0] <= uct.MaxAMID {
+				t.Fatalf("%x refused", b)
+			}
+			return
+		}
+		if id > uct.MaxAMID || len(msg) != len(b)-amHdrLen || !bytes.Equal(append([]byte{id}, msg...), b) {
+			t.Fatalf("%x decodes to id %d, message %x", b, id, msg)
+		}
+	})
 }

@@ -50,18 +50,27 @@
 //
 // # Data path
 //
-// AMShort and small AMBcopy messages are SEND_WITH_IMM with inline data,
-// larger ones are sent from a bounce buffer. AMZcopy copies header and
-// buffers the same way and completes at once: its messages fit one bounce
-// buffer (16 KiB and 64 bytes, so that a 16 KiB message with ucp's
-// headers fits one), and a copy of that size costs less than registering the
-// buffers and holding them until the peer's ACK; the iface says so
-// (IfaceAttr.AMZcopyMin beyond AMMaxZcopy), so ucp sends eager messages by
-// AMBcopy. The immediate data
-// carries the AM id. Each endpoint holds a window of 128 credits, one
-// per AM; the receiving iface returns credits every 64 receives with a
-// zero-length SEND_WITH_IMM on its QP (bit 31 of the immediate marks a
-// grant), so a receiver's SRQ is not flooded. Without a credit, a free send
+// An AM is a SEND (without immediate data) of a 1-byte header, the AM
+// id, followed by the message; the handler gets the bytes after the
+// header. Its packets are full path-MTU packets but the last, which is
+// shorter, so the device sends any AM in one GSO datagram (an immediate
+// would ride in the last packet and, whenever that made it the longest,
+// cut the datagram before it). AMShort and small AMBcopy messages are
+// sent as inline data, larger ones from a bounce buffer. AMZcopy copies
+// header and buffers the same way and completes at once: its messages
+// fit one bounce buffer (16 KiB and 64 bytes, so that a 16 KiB message
+// with ucp's headers fits one), and a copy of that size costs less than
+// registering the buffers and holding them until the peer's ACK; the
+// iface says so (IfaceAttr.AMZcopyMin beyond AMMaxZcopy), so ucp sends
+// eager messages by AMBcopy. A receive buffer holds the header and
+// 16 KiB and 64 bytes of message, which starts 64-byte aligned. A
+// received message without the header or with an id above
+// uct.MaxAMID is dropped. Each endpoint holds a window of 128 credits,
+// one per AM; the receiving iface returns credits every 64 receives
+// with a zero-length SEND_WITH_IMM on its QP (bit 31 of the immediate
+// marks a grant, its low 16 bits count the credits; a receive with any
+// other immediate is dropped), so a receiver's SRQ is not flooded.
+// Without a credit, a free send
 // queue slot or a bounce buffer, operations return uct.ErrNoResource and
 // pending requests are dispatched from Progress when room returns.
 // PutShort/PutBcopy are inline or bounce-buffer RDMA WRITEs, PutZcopy a
@@ -107,9 +116,10 @@
 // # Wire formats
 //
 // Owned by this package, each with a fuzz target: the iface address (32
-// bytes), the packed remote key (13 bytes) and the connection manager
+// bytes), the packed remote key (13 bytes), the connection manager
 // messages REQ, REP, REJ and DREQ (framed with a magic, version, type and
-// length).
+// length) and the AM header (1 byte, the AM id). The connection
+// manager's version stands for the framing of AMs and grants too.
 //
 // An iface and its endpoints are used from one goroutine at a time (the
 // Progress goroutine): posting, Progress, Arm, Wait, Connect,

@@ -204,12 +204,15 @@ func (ep *Endpoint) releaseRes(o *op) {
 	o.mrs = nil
 }
 
-func (ep *Endpoint) takeBounce(o *op) []byte {
+// takeBounce gives o a bounce buffer and returns the offset in txBuf of
+// its message bytes (segSize of them; an AM's header byte is the one
+// before).
+func (ep *Endpoint) takeBounce(o *op) int {
 	it := ep.it
 	b := it.freeTx[len(it.freeTx)-1]
 	it.freeTx = it.freeTx[:len(it.freeTx)-1]
 	o.bounce = b
-	return it.txBuf[int(b)*segSize : int(b+1)*segSize]
+	return int(b)*bufSize + bodyOff
 }
 
 // post posts wr for o (signaled, fenced if a fence is due) and numbers o
@@ -249,14 +252,15 @@ func (ep *Endpoint) postNew(o *op, idx int32, wr *verbs.SendWR) error {
 
 func (ep *Endpoint) inline(n int) []byte {
 	it := ep.it
-	return it.txBuf[txCount*segSize : txCount*segSize+n]
+	return it.txBuf[txCount*bufSize : txCount*bufSize+n]
 }
 
-func (ep *Endpoint) inlineSGE(n int) verbs.SGE { return ep.it.txMR.SGE(txCount*segSize, n) }
+func (ep *Endpoint) inlineSGE(n int) verbs.SGE { return ep.it.txMR.SGE(txCount*bufSize, n) }
 
-// AMShort sends header (8 bytes, little endian) and payload inline.
+// AMShort sends the AM header, header (8 bytes, little endian) and
+// payload inline.
 func (ep *Endpoint) AMShort(id uint8, header uint64, payload []byte) error {
-	if id > uct.MaxAMID || 8+len(payload) > ep.it.maxInline {
+	if id > uct.MaxAMID || amHdrLen+8+len(payload) > ep.it.maxInline {
 		return ep.opErr("am_short", uct.ErrInvalidParam, fmt.Errorf("id %d, %d payload bytes", id, len(payload)))
 	}
 	if err := ep.check("am_short"); err != nil {
@@ -265,14 +269,15 @@ func (ep *Endpoint) AMShort(id uint8, header uint64, payload []byte) error {
 	if ep.noRoom(true) {
 		return uct.ErrNoResource
 	}
-	n := 8 + len(payload)
+	n := amHdrLen + 8 + len(payload)
 	b := ep.inline(n)
-	binary.LittleEndian.PutUint64(b, header)
-	copy(b[8:], payload)
+	b[0] = id
+	binary.LittleEndian.PutUint64(b[amHdrLen:], header)
+	copy(b[amHdrLen+8:], payload)
 	o, idx := ep.newOp(opSend, "am_short", nil)
 	sg := ep.it.sge[:1]
 	sg[0] = ep.inlineSGE(n)
-	wr := verbs.SendWR{Opcode: verbs.WRSendWithImm, Flags: verbs.SendInline, SG: sg, Imm: immAM(id)}
+	wr := verbs.SendWR{Opcode: verbs.WRSend, Flags: verbs.SendInline, SG: sg}
 	if err := ep.postNew(o, idx, &wr); err != nil {
 		return err
 	}
@@ -280,19 +285,25 @@ func (ep *Endpoint) AMShort(id uint8, header uint64, payload []byte) error {
 	return nil
 }
 
-// copyBuf returns the n bytes a copied send of o is built in, inline data
-// if n is small enough and a bounce buffer otherwise, and points wr at them.
-func (ep *Endpoint) copyBuf(o *op, n int, wr *verbs.SendWR) []byte {
-	sg := ep.it.sge[:1]
-	wr.SG = sg
-	if n <= ep.it.maxInline {
-		sg[0] = ep.inlineSGE(n)
+// amBuf makes wr a SEND of the AM header (id) and n message bytes, as
+// inline data if they are few enough and from a bounce buffer of o
+// otherwise, and returns the n bytes to build the message in.
+func (ep *Endpoint) amBuf(o *op, id uint8, n int, wr *verbs.SendWR) []byte {
+	it := ep.it
+	sg := it.sge[:1]
+	wr.Opcode, wr.SG = verbs.WRSend, sg
+	var b []byte
+	if amHdrLen+n <= it.maxInline {
+		b = ep.inline(amHdrLen + n)
+		sg[0] = ep.inlineSGE(amHdrLen + n)
 		wr.Flags |= verbs.SendInline
-		return ep.inline(n)
+	} else {
+		off := ep.takeBounce(o) - amHdrLen
+		b = it.txBuf[off : off+amHdrLen+n]
+		sg[0] = it.txMR.SGE(off, amHdrLen+n)
 	}
-	b := ep.takeBounce(o)[:n]
-	sg[0] = ep.it.txMR.SGE(int(o.bounce)*segSize, n)
-	return b
+	b[0] = id
+	return b[amHdrLen:]
 }
 
 // AMBcopy copies header and payload into a bounce buffer (or inline) and
@@ -309,8 +320,8 @@ func (ep *Endpoint) AMBcopy(id uint8, header, payload []byte) (int, error) {
 		return 0, uct.ErrNoResource
 	}
 	o, idx := ep.newOp(opSend, "am_bcopy", nil)
-	wr := verbs.SendWR{Opcode: verbs.WRSendWithImm, Imm: immAM(id)}
-	b := ep.copyBuf(o, n, &wr)
+	var wr verbs.SendWR
+	b := ep.amBuf(o, id, n, &wr)
 	copy(b[copy(b, header):], payload)
 	if err := ep.postNew(o, idx, &wr); err != nil {
 		return 0, err
@@ -363,8 +374,8 @@ func (ep *Endpoint) AMZcopy(id uint8, header []byte, iov [][]byte, comp *uct.Com
 		return uct.ErrNoResource
 	}
 	o, idx := ep.newOp(opSend, "am_zcopy", nil)
-	wr := verbs.SendWR{Opcode: verbs.WRSendWithImm, Imm: immAM(id)}
-	b := ep.copyBuf(o, n, &wr)
+	var wr verbs.SendWR
+	b := ep.amBuf(o, id, n, &wr)
 	pos := copy(b, header)
 	for _, v := range iov {
 		pos += copy(b[pos:], v)
@@ -422,8 +433,9 @@ func (ep *Endpoint) putCopy(name string, buf []byte, raddr uint64, rk uct.RKey) 
 		sg[0] = ep.inlineSGE(n)
 		wr.Flags = verbs.SendInline
 	} else {
-		copy(ep.takeBounce(o), buf)
-		sg[0] = ep.it.txMR.SGE(int(o.bounce)*segSize, n)
+		off := ep.takeBounce(o)
+		copy(ep.it.txBuf[off:off+n], buf)
+		sg[0] = ep.it.txMR.SGE(off, n)
 	}
 	wr.SG = sg
 	if err := ep.postNew(o, idx, &wr); err != nil {

@@ -18,12 +18,18 @@ import (
 
 // Sizes of an iface's queues and buffers.
 const (
-	// segSize is the size of a receive buffer and of a bounce buffer
-	// (AMMaxBcopy, PutMaxBcopy): 16 KiB and 64 bytes of room, so that a
-	// 16 KiB message with ucp's eager and sequence headers fits one
-	// segment and goes eager as one message, not in fragments (each a
-	// message of its own on both sides) nor by rendezvous.
-	segSize     = 16384 + 64
+	// segSize is the largest message a receive buffer or a bounce
+	// buffer holds (AMMaxBcopy, PutMaxBcopy): 16 KiB and 64 bytes of
+	// room, so that a 16 KiB message with ucp's eager and sequence
+	// headers fits one segment and goes eager as one message, not in
+	// fragments (each a message of its own on both sides) nor by
+	// rendezvous.
+	segSize = 16384 + 64
+	// bufSize is the stride of the receive and bounce buffers: a
+	// message starts bodyOff bytes into its buffer, 64-byte aligned as
+	// the buffers are, and an AM's header byte is the one before it.
+	bufSize     = bodyOff + segSize
+	bodyOff     = 64
 	rxCount     = 512  // receive buffers pre-posted to the SRQ
 	txCount     = 256  // bounce buffers
 	opSlots     = 4096 // operations outstanding on the iface
@@ -162,11 +168,11 @@ func (it *Iface) open() error {
 	if it.srq, err = pd.CreateSRQ(verbs.SRQAttr{MaxWR: rxCount, MaxSGE: 1}); err != nil {
 		return fmt.Errorf("rc: open iface: %w", err)
 	}
-	it.rxBuf = make([]byte, rxCount*segSize)
+	it.rxBuf = make([]byte, rxCount*bufSize)
 	if it.rxMR, err = pd.RegMR(it.rxBuf, verbs.AccessLocalWrite); err != nil {
 		return fmt.Errorf("rc: open iface: %w", err)
 	}
-	it.txBuf = make([]byte, txCount*segSize+it.maxInline)
+	it.txBuf = make([]byte, txCount*bufSize+it.maxInline)
 	if it.txMR, err = pd.RegMR(it.txBuf, verbs.AccessLocalWrite); err != nil {
 		return fmt.Errorf("rc: open iface: %w", err)
 	}
@@ -205,8 +211,10 @@ func (it *Iface) open() error {
 	return nil
 }
 
+// postRecv posts receive buffer i for an AM's header and up to segSize
+// message bytes (or a grant).
 func (it *Iface) postRecv(i int) error {
-	_, err := it.srq.PostRecv(verbs.RecvWR{ID: uint64(i), SG: []verbs.SGE{it.rxMR.SGE(i*segSize, segSize)}})
+	_, err := it.srq.PostRecv(verbs.RecvWR{ID: uint64(i), SG: []verbs.SGE{it.rxMR.SGE(i*bufSize+bodyOff-amHdrLen, amHdrLen+segSize)}})
 	return err
 }
 
@@ -219,7 +227,7 @@ func (it *Iface) Attr() uct.IfaceAttr {
 			uct.CapGetBcopy | uct.CapGetZcopy | uct.CapAtomic32 | uct.CapAtomic64 | uct.CapPending |
 			uct.CapConnectToIface | uct.CapErrHandlePeerFailure | uct.CapEventSendComp | uct.CapEventRecv |
 			uct.CapCheckLiveness,
-		AMMaxShort:  it.maxInline - 8,
+		AMMaxShort:  it.maxInline - amHdrLen - 8,
 		AMMaxBcopy:  segSize,
 		AMMaxZcopy:  segSize,
 		AMMaxHeader: amMaxHeader,
@@ -236,13 +244,14 @@ func (it *Iface) Attr() uct.IfaceAttr {
 		// AMZcopy copies into a bounce buffer as AMBcopy does (see
 		// AMZcopy), so it never costs less.
 		AMZcopyMin: segSize + 1,
-		// An AM is one SEND with immediate (the AM id) whose payload is
-		// the message: k times the port's MTU (and so of every path MTU,
-		// a power of two not above it) less the immediate's 4 bytes
-		// fills whole packets of one size, which the device merges with
-		// the next message's into one GSO datagram.
+		// An AM is one SEND whose payload is the 1-byte AM header and
+		// the message: k times the port's MTU (and so of every path
+		// MTU, a power of two not above it) less the header fills whole
+		// packets of one size, which the device merges with the next
+		// message's into one GSO datagram. (Any AM leaves in one
+		// datagram of its own: its last packet is its shortest.)
 		AMBcopyAlign:     it.mtu.Bytes(),
-		AMBcopyAlignLess: 4,
+		AMBcopyAlignLess: amHdrLen,
 	}
 }
 
@@ -402,11 +411,18 @@ func (it *Iface) recvDone(wc *verbs.WC) {
 		}
 		return
 	}
-	id := immAMID(wc.Imm)
-	if e := &it.am[id]; e.hs != nil {
-		e.hs(e.arg, it.rxBuf[idx*segSize:idx*segSize+int(wc.ByteLen)], 0, uct.AMSource(wc.QPNum))
-	} else if e.h != nil {
-		e.h(e.arg, it.rxBuf[idx*segSize:idx*segSize+int(wc.ByteLen)], 0)
+	// Anything else took a receive buffer as an AM does and counts
+	// towards the sender's credits; it reaches a handler if it is an AM
+	// (no immediate, a header with a valid id).
+	if wc.Flags&verbs.WCWithImm == 0 {
+		off := idx*bufSize + bodyOff - amHdrLen
+		if id, msg, ok := decodeAM(it.rxBuf[off : off+int(wc.ByteLen)]); ok {
+			if e := &it.am[id]; e.hs != nil {
+				e.hs(e.arg, msg, 0, uct.AMSource(wc.QPNum))
+			} else if e.h != nil {
+				e.h(e.arg, msg, 0)
+			}
+		}
 	}
 	it.postRecv(idx)
 	it.mu.Lock()
