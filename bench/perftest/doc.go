@@ -609,20 +609,31 @@
 //	go test -c -o verbs.test ./transport/rc/verbs
 //	chrt -r 1 ./verbs.test -test.run '^$' -test.bench 'FloorRatio/lo$' -test.benchtime 4096x
 //
-// (BenchmarkFloor runs each flow on its own, for profiles.) Over lo,
-// GSO and GRO datagrams of RoCE packets cost the kernel more per byte
-// than TCP's stream, about 0.85 of its rate with no user-space work at
-// all; sending each payload from where it lies, in an iovec of its own,
-// costs a few per cent more; the ICRC's two passes take the rate to 0.70
-// of TCP's. UCX's tcp put_bw moves about what raw TCP does: in the same
-// rounds ucx_perftest's 1 MiB put_bw ran at a median 5500 and 6300 MB/s
-// in the fast state against 5700 and 5500 for the tcp flow. So no
-// RoCEv2-over-UDP sender with the ICRC in software reaches UCX's tcp over
-// lo on this host: the bound for 1 MiB put_bw and tag_bw, ucgo over UCX,
-// is about 0.7 (0.63-0.8 by round), 0.76-0.84 were the ICRC free and
-// 0.83-0.88 with every packet's bytes contiguous. In those rounds
-// perftest's 1 MiB put_bw over lo ran at 0.58-0.66 of ucx_perftest's
-// (medians of 18 and 8 back-to-back pairs), 0.83-0.94 of the bound:
+// Over lo, GSO and GRO datagrams of RoCE packets cost the kernel more
+// per byte than TCP's stream, about 0.85 of its rate with no user-space
+// work at all; sending each payload from where it lies, in an iovec of
+// its own, costs a few per cent more; the ICRC's two passes take the rate
+// to 0.70 of TCP's. Run on their own for 2000 MiB each (BenchmarkFloor,
+// one run per flow, then ucx_perftest's 1 MiB put_bw, 13 rounds) the
+// flows gave lower ratios in the host's fast state (tcp 5600-6300 MB/s:
+// udp/tcp 0.72, icrc/tcp 0.56, 7 rounds) and about the turns' ones in its
+// slow state (0.81 and 0.73, 6 rounds).
+//
+// Against UCX the bound depends on the host's state, because UCX's tcp
+// put_bw is not always raw TCP's rate. In the fast state it is about that
+// (0.91 of the tcp flow in the rounds above) and the icrc flow moved a
+// median 0.65 of ucx_perftest's 1 MiB put_bw (11 rounds with turns of
+// the ratio benchmark, 0.55-0.80; 0.64 in the 7 rounds of single runs):
+// there no RoCEv2-over-UDP sender that computes the ICRC in software
+// reaches UCX's tcp over lo on this host, and the upper bound of ucgo's
+// 1 MiB put_bw and tag_bw against it is about 0.65-0.7 (about 0.8 were
+// the ICRC free). In the slow state UCX's tcp ran at 0.72-0.90 of the tcp
+// flow and the icrc flow at 0.85-1.0 of UCX. perftest's 1 MiB put_bw,
+// run in the same rounds, moved a median 0.84 of the icrc flow's rate in
+// the fast state (0.72-1.00, 11 rounds) and 0.94 in the slow one (3
+// rounds): 0.57 of ucx_perftest's put_bw in the fast state, 0.80-0.95 in
+// the slow one, so about a sixth is left between rc and the floor of
+// its own data path:
 //
 //	UCGO_PERFTEST_NO_NETNS=1 chrt -r 1 perftest -l -x rc -t put_bw -s 1m -n 2000 --json
 //
