@@ -28,6 +28,13 @@ var shareSizes = []int{1, 1000, 1024, 1025, 5000, 64 << 10}
 const shareSlot = 64 << 10 // buffer space per message
 
 func TestMain(m *testing.M) {
+	if v := os.Getenv(floorEnv); v != "" {
+		if err := floorChild(v); err != nil {
+			fmt.Fprintln(os.Stderr, "floor child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if v := os.Getenv(shareEnv); v != "" {
 		if err := shareChild(strings.Fields(v)); err != nil {
 			fmt.Fprintln(os.Stderr, "share child:", err)
