@@ -3,6 +3,7 @@ package verbs
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/ucgo/ucgo/internal/fd"
@@ -49,11 +50,21 @@ func (cq *CQ) Cap() int { return len(cq.ring) }
 // Poll runs the device's progress engine and moves up to len(wc) completions
 // into wc, oldest first, returning how many.
 func (cq *CQ) Poll(wc []WC) int {
+	k, yield := cq.poll(wc)
+	if yield {
+		runtime.Gosched() // see yieldEvery
+	}
+	return k
+}
+
+// poll runs the engine and takes the completions; it reports whether
+// the caller should yield the processor.
+func (cq *CQ) poll(wc []WC) (int, bool) {
 	d := cq.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.progressFor(cq.group)
-	return cq.popLocked(wc)
+	yield := d.progressFor(cq.group)
+	return cq.popLocked(wc), yield
 }
 
 // PollNoProgress returns completions already queued without running the

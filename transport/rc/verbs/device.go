@@ -198,6 +198,9 @@ type Device struct {
 	wdIv     int64
 	wdArmed  int64
 	sleeping atomic.Bool // an owner went to sleep (Sleep)
+	// yieldAt is when an owner's pass next yields the processor (see
+	// yieldEvery), in ns since epoch.
+	yieldAt int64
 	// The progress groups of the CQs' owners (group.go): references by
 	// group under mu, the list the watchdog reads, and the offset of
 	// epoch on the groups' clock.

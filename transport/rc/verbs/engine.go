@@ -3,6 +3,7 @@ package verbs
 import (
 	"context"
 	"net/netip"
+	"runtime"
 	"time"
 
 	"github.com/ucgo/ucgo/internal/roce"
@@ -155,9 +156,22 @@ func (d *Device) armTimer(qp *QP) {
 // socket's send buffer is full.
 func (d *Device) Progress() {
 	d.mu.Lock()
-	d.progressLocked()
+	yield := d.progressFor(nil)
 	d.mu.Unlock()
+	if yield {
+		runtime.Gosched()
+	}
 }
+
+// yieldEvery is how often an owner that keeps running the engine yields
+// the processor (runtime.Gosched, after its pass, with the engine
+// unlocked). A busy-polling goroutine otherwise runs until the runtime
+// preempts it, after 10 ms: a signal, and after each preemption the
+// runtime's monitor thread wakes every 20 µs for a millisecond and more
+// (on a pinned process, on the polling thread's own CPU, a context switch
+// each time). A goroutine that yields is never preempted, and the
+// monitor backs off to 10 ms sleeps.
+const yieldEvery = int64(time.Millisecond)
 
 // rxTransmitEvery is how many received packets the engine handles
 // before it sends what became ready meanwhile.
@@ -170,16 +184,22 @@ const maxRxRounds = 16
 func (d *Device) progressLocked() { d.progressFor(nil) }
 
 // progressFor is progressLocked for an owner that polls as part of
-// progress group g (nil: none), whose pass it marks in g.
-func (d *Device) progressFor(g *uct.ProgressGroup) {
+// progress group g (nil: none), whose pass it marks in g. It reports
+// whether the owner should yield the processor once it has unlocked the
+// engine (see yieldEvery).
+func (d *Device) progressFor(g *uct.ProgressGroup) (yield bool) {
 	if d.closed {
-		return
+		return false
 	}
 	// Posts made since the last pass leave first, ahead of anything the
 	// received packets make ready.
 	d.ring()
 	now := d.now()
 	d.lastProg.Store(now)
+	if now >= d.yieldAt {
+		d.yieldAt = now + yieldEvery
+		yield = true
+	}
 	if g != nil {
 		g.Enter(now + d.grpOff)
 		defer g.Leave()
@@ -240,6 +260,7 @@ func (d *Device) progressFor(g *uct.ProgressGroup) {
 		}
 	}
 	d.transmit()
+	return yield
 }
 
 // transmit runs the send stage of every ready QP and flushes the batch.
