@@ -156,6 +156,7 @@ func rcCounters(c *Context) verbs.Counters {
 		sum.TxCalls += k.TxCalls
 		sum.TxPackets += k.TxPackets
 		sum.TxDatagrams += k.TxDatagrams
+		sum.RxPackets += k.RxPackets
 		sum.RxCalls += k.RxCalls
 		sum.RxEmpty += k.RxEmpty
 	}

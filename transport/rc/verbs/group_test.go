@@ -8,11 +8,17 @@ import (
 	"github.com/ucgo/ucgo/uct"
 )
 
-// TestWatchdogLeavesGroupDevice: one loop polls the CQs of devices a and
-// b as one progress group, but for a while only a's. b's watchdog does
-// not take b over while the group is active; once b has been left alone
-// for groupMaxIdle intervals it does, and once the loop stops polling at
-// all, a's watchdog takes a over.
+// TestWatchdogLeavesGroupDevice: Poll of a CQ in a progress group marks
+// a pass in the group, and while the group is active (here: a pass on a
+// sibling device that does not end) a device's watchdog leaves it alone
+// until its engine has not run for groupMaxIdle intervals; then it takes
+// it over, and each further run again waits that long. The group is held
+// active by a pass rather than by a loop that polls the sibling: a loop
+// that the OS does not schedule for an interval (a loaded host) leaves the
+// group inactive, and the watchdog then takes the device over early, as
+// it should. Each run's engine time is checked against the one before
+// it, so that neither the scheduling of the watchdog nor of this test
+// decides the outcome.
 func TestWatchdogLeavesGroupDevice(t *testing.T) {
 	const iv = 100 * time.Millisecond
 	open := func() (*Device, *CQ) {
@@ -27,7 +33,7 @@ func TestWatchdogLeavesGroupDevice(t *testing.T) {
 		}
 		return d, cq
 	}
-	a, ca := open()
+	_, ca := open()
 	b, cb := open()
 	var g uct.ProgressGroup
 	for _, cq := range []*CQ{ca, cb} {
@@ -36,26 +42,44 @@ func TestWatchdogLeavesGroupDevice(t *testing.T) {
 		}
 	}
 	wc := make([]WC, 16)
+	start := uct.GroupClock(time.Now())
+	ca.Poll(wc)
+	end := uct.GroupClock(time.Now())
+	if !g.Active(end, end-start+1) {
+		t.Fatal("Poll of a CQ in a group did not mark a pass in it")
+	}
+	if g.Active(end+int64(time.Hour), 1) {
+		t.Fatal("Poll of a CQ in a group left its pass running")
+	}
+
+	// The owner is busy on a from now on.
+	g.Enter(uct.GroupClock(time.Now()))
+	defer g.Leave()
 	cb.Poll(wc)
-	// Half of groupMaxIdle intervals: without the group b's watchdog
-	// fires after one.
-	for end := time.Now().Add(groupMaxIdle / 2 * iv); time.Now().Before(end); {
-		ca.Poll(wc)
-	}
-	if n := b.Counters().WatchdogRuns; n != 0 {
-		t.Fatalf("b's watchdog ran %d times while its owner polled a, b's sibling", n)
-	}
-	for deadline := time.Now().Add(testTimeout); b.Counters().WatchdogRuns == 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("b left alone for %v, %d watchdog intervals: its watchdog never ran", testTimeout, testTimeout/iv)
+	// snap waits until b's watchdog has run more than after times and
+	// returns how often it has and when b's engine last ran, both taken
+	// under the engine lock.
+	snap := func(after uint64) (uint64, int64) {
+		for deadline := time.Now().Add(testTimeout); ; time.Sleep(time.Millisecond) {
+			b.mu.Lock()
+			runs, last := b.ctr.WatchdogRuns, b.lastProg.Load()
+			b.mu.Unlock()
+			if runs > after {
+				return runs, last
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("b left alone for %v, %d watchdog intervals: its watchdog never ran", testTimeout, testTimeout/iv)
+			}
 		}
-		ca.Poll(wc)
 	}
-	for deadline := time.Now().Add(testTimeout); a.Counters().WatchdogRuns == 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("nobody polled a for %v: its watchdog never ran", testTimeout)
-		}
-		time.Sleep(time.Millisecond)
+	// A run of b's watchdog may come before the pass on a has started,
+	// or act on a look it took before: the first one seen is only the
+	// point from which the others are timed. From it on nothing but the
+	// watchdog runs b's engine.
+	runs1, last1 := snap(0)
+	runs2, last2 := snap(runs1)
+	if idle := time.Duration(last2 - last1); idle < time.Duration(runs2-runs1)*groupMaxIdle*iv {
+		t.Fatalf("b's watchdog ran %d times within %v while a pass on a, b's sibling, ran; want one at most every %v", runs2-runs1, idle, groupMaxIdle*iv)
 	}
 }
 
