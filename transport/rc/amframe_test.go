@@ -31,6 +31,22 @@ func recordAMs(t *testing.T, it uct.Iface) *amRecord {
 	return r
 }
 
+// amPair connects an endpoint of a loopback pair's first iface to the
+// second, whose AMs it records.
+func amPair(t *testing.T) (a, b *Iface, rec *amRecord, ep *Endpoint) {
+	t.Helper()
+	p := loopPair(t)
+	t.Cleanup(p.Cleanup)
+	a, b = p.A.(*Iface), p.B.(*Iface)
+	rec = recordAMs(t, b)
+	ue, err := a.Connect(b.Address(), uct.EPParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ue.Close() })
+	return a, b, rec, ue.(*Endpoint)
+}
+
 // rawSend posts a SEND (with imm if withImm) of payload on ep's QP as an
 // operation of ep, bypassing the AM framing, and takes a credit as an AM
 // does.
@@ -65,16 +81,7 @@ func rawSend(t *testing.T, ep *Endpoint, payload []byte, withImm bool, imm uint3
 // reading the header of a message without checking its length or id
 // range panics or indexes past the handler table.)
 func TestAMMalformedDropped(t *testing.T) {
-	p := loopPair(t)
-	defer p.Cleanup()
-	a, b := p.A.(*Iface), p.B.(*Iface)
-	rec := recordAMs(t, b)
-	ue, err := a.Connect(b.Address(), uct.EPParams{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ue.Close()
-	ep := ue.(*Endpoint)
+	a, b, rec, ep := amPair(t)
 	rawSend(t, ep, nil, false, 0)
 	rawSend(t, ep, []byte{uct.MaxAMID + 1, 'b', 'a', 'd'}, false, 0)
 	rawSend(t, ep, []byte{0xff}, false, 0)
@@ -82,8 +89,9 @@ func TestAMMalformedDropped(t *testing.T) {
 	rawSend(t, ep, []byte{1, 'g', 'r', 'a', 'n', 't'}, true, immGrantOf(5))
 	want := pattern(3000, 4)
 	deadline := time.Now().Add(20 * time.Second)
+	var err error
 	for {
-		_, err = ue.AMBcopy(7, want[:1000], want[1000:])
+		_, err = ep.AMBcopy(7, want[:1000], want[1000:])
 		if err != uct.ErrNoResource || time.Now().After(deadline) {
 			break
 		}
@@ -116,33 +124,25 @@ func TestAMMalformedDropped(t *testing.T) {
 // message, or an AM as a grant, leaves the handler calls or the
 // credits off.)
 func TestAMGrantsApart(t *testing.T) {
-	p := loopPair(t)
-	defer p.Cleanup()
-	a, b := p.A.(*Iface), p.B.(*Iface)
-	rec := recordAMs(t, b)
-	ue, err := a.Connect(b.Address(), uct.EPParams{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ue.Close()
-	ep := ue.(*Endpoint)
+	a, b, rec, ep := amPair(t)
 	at := a.Attr()
 	sizes := []int{0, 1, 7, 8, 1023, 1024, 1025, 4096, 8192, at.AMMaxBcopy}
 	const n = 3*amWindow/2 + 5
 	var sent [][]byte
 	deadline := time.Now().Add(30 * time.Second)
+	var err error
 	for i := range n {
 		id := uint8(i % (uct.MaxAMID + 1))
 		m := pattern(sizes[i%len(sizes)], byte(i))
 		for {
 			switch i % 3 {
 			case 0:
-				_, err = ue.AMBcopy(id, m, nil)
+				_, err = ep.AMBcopy(id, m, nil)
 			case 1:
-				err = ue.AMZcopy(id, nil, [][]byte{m}, nil)
+				err = ep.AMZcopy(id, nil, [][]byte{m}, nil)
 			default:
 				m = m[:min(len(m), at.AMMaxShort)]
-				err = ue.AMShort(id, uint64(i), m)
+				err = ep.AMShort(id, uint64(i), m)
 				m = append(binary.LittleEndian.AppendUint64(nil, uint64(i)), m...)
 			}
 			if err != uct.ErrNoResource || time.Now().After(deadline) {
