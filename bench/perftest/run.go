@@ -4,14 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
-	"strconv"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ucgo/ucgo/bench/perftest/internal/report"
+	"github.com/ucgo/ucgo/internal/cpupin"
 )
 
 // checkRunnable says whether cfg's test and transport can run here.
@@ -39,43 +35,17 @@ func checkRunnable(cfg *config) (*testDef, error) {
 	return t, nil
 }
 
-// pin confines the process to cpu: every thread, not only the one that
-// runs the test, and GOMAXPROCS 1; the test goroutine is not locked to its
-// thread. The runtime preempts a goroutine that has run for 10 ms; one
-// locked to its thread then gives its P to another thread, which gives it
-// back (a runtime trace shows four to five P transitions per preemption),
-// and these threads, unpinned, take their CPU time from either side of a
-// ping-pong when both spin on a two-CPU host. Unlocked, with one P, the
-// preempted goroutine goes on at once on its own thread, and the
-// runtime's threads (sysmon, the network poller) run on the process's own
-// CPU.
-func pin(cpu int) {
-	if cpu < 0 || cpu >= runtime.NumCPU() {
-		return
-	}
-	var set unix.CPUSet
-	set.Set(cpu)
-	runtime.GOMAXPROCS(1)
-	// A thread started while the list is read inherits the mask of its
-	// parent, which may not have been set yet: read it until it is stable.
-	pinned := map[int]bool{}
-	for more := true; more; {
-		more = false
-		ents, err := os.ReadDir("/proc/self/task")
-		if err != nil {
-			_ = unix.SchedSetaffinity(0, &set)
-			return
-		}
-		for _, e := range ents {
-			tid, err := strconv.Atoi(e.Name())
-			if err != nil || pinned[tid] {
-				continue
-			}
-			_ = unix.SchedSetaffinity(tid, &set)
-			pinned[tid], more = true, true
-		}
-	}
-}
+// pin confines the process to cpu (cpupin.Process): every thread, not
+// only the one that runs the test, and GOMAXPROCS 1; the test goroutine
+// is not locked to its thread. The runtime preempts a goroutine that has
+// run for 10 ms; one locked to its thread then gives its P to another
+// thread, which gives it back (a runtime trace shows four to five P
+// transitions per preemption), and these threads, unpinned, take their
+// CPU time from either side of a ping-pong when both spin on a two-CPU
+// host. Unlocked, with one P, the preempted goroutine goes on at once on
+// its own thread, and the runtime's threads (sysmon, the network poller)
+// run on the process's own CPU. The process stays pinned until it exits.
+func pin(cpu int) { cpupin.Process(cpu) }
 
 // side is one side of a run at either level: a uct session or a ucp
 // session.

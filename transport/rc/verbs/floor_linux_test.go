@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ucgo/ucgo/internal/cpupin"
 	"github.com/ucgo/ucgo/internal/netns"
 	"github.com/ucgo/ucgo/internal/roce"
 )
@@ -672,7 +673,7 @@ func floorChild(spec string) error {
 		return err
 	}
 	defer r.close()
-	floorPin(runtime.NumCPU() - 1)
+	cpupin.Process(runtime.NumCPU() - 1)
 	runtime.GC()
 	debug.SetGCPercent(-1)
 	fmt.Printf("ready %d\n", r.local.Port())
@@ -696,46 +697,6 @@ func floorChild(spec string) error {
 		}
 		st.cpu = uint64(floorCPU() - cpu)
 		fmt.Printf("done %d %d %d %d %d\n", st.bytes, st.lost, st.bad, st.calls, st.cpu)
-	}
-}
-
-// floorPin confines every thread of the process to cpu and sets
-// GOMAXPROCS to 1, as perftest -l pins its two sides and bench/compare
-// pins ucx_perftest's: the runtime's own threads then take their time
-// from this side's CPU, not the peer's. It returns a function that
-// restores the masks and GOMAXPROCS.
-func floorPin(cpu int) (restore func()) {
-	var set unix.CPUSet
-	set.Set(cpu)
-	procs := runtime.GOMAXPROCS(1)
-	old := map[int]unix.CPUSet{}
-	// A thread started while the list is read inherits its parent's
-	// mask, which may not be set yet: read the list until it is stable
-	// (bounded: a process has few threads).
-	for more, pass := true, 0; more && pass < 100; pass++ {
-		more = false
-		ents, err := os.ReadDir("/proc/self/task")
-		if err != nil {
-			break
-		}
-		for _, e := range ents {
-			tid, err := strconv.Atoi(e.Name())
-			if _, done := old[tid]; err != nil || done {
-				continue
-			}
-			var m unix.CPUSet
-			if unix.SchedGetaffinity(tid, &m) != nil {
-				continue
-			}
-			old[tid], more = m, true
-			_ = unix.SchedSetaffinity(tid, &set)
-		}
-	}
-	return func() {
-		for tid, m := range old {
-			_ = unix.SchedSetaffinity(tid, &m)
-		}
-		runtime.GOMAXPROCS(procs)
 	}
 }
 
@@ -856,7 +817,7 @@ func (p *floorPeer) run(mib int) (floorRun, error) {
 // last one) and keeps the garbage collector out until the returned
 // function runs.
 func floorQuiet() (restore func()) {
-	unpin := floorPin(0)
+	unpin := cpupin.Process(0)
 	runtime.GC()
 	gc := debug.SetGCPercent(-1)
 	return func() {
